@@ -1,0 +1,87 @@
+#include "event_log.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace appendonlyfs {
+
+std::string errno_name(int error) {
+  switch (error) {
+    case EOPNOTSUPP:
+      return "EOPNOTSUPP";  // == ENOTSUP on Linux; fuse_dfs's "ENOTSUP" is this value
+    case EPERM:
+      return "EPERM";
+    case EBADF:
+      return "EBADF";
+    case EINVAL:
+      return "EINVAL";
+    case ENOSYS:
+      return "ENOSYS";
+    case ENOSPC:
+      return "ENOSPC";
+    case EIO:
+      return "EIO";
+  }
+  if (const char* name = strerrorname_np(error)) return name;
+  return std::to_string(error);
+}
+
+std::string open_flags_text(int flags) {
+  std::string text;
+  switch (flags & O_ACCMODE) {
+    case O_RDONLY:
+      text = "O_RDONLY";
+      break;
+    case O_WRONLY:
+      text = "O_WRONLY";
+      break;
+    default:
+      text = "O_RDWR";
+  }
+  if (flags & O_CREAT) text += "|O_CREAT";
+  if (flags & O_EXCL) text += "|O_EXCL";
+  if (flags & O_TRUNC) text += "|O_TRUNC";
+  if (flags & O_APPEND) text += "|O_APPEND";
+  return text;
+}
+
+LogLine::LogLine(std::string_view event, std::string_view operation) {
+  text_.append(event).append(" ").append(operation);
+}
+
+LogLine& LogLine::field(std::string_view key, std::string_view value) {
+  text_.append(" ").append(key).append("=").append(value);
+  return *this;
+}
+
+LogLine& LogLine::field(std::string_view key, std::uint64_t value) {
+  return field(key, std::string_view(std::to_string(value)));
+}
+
+EventLog::~EventLog() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+int EventLog::open(const std::string& path) {
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  return fd_ >= 0 ? 0 : errno;
+}
+
+void EventLog::write(const LogLine& line) {
+  if (fd_ < 0) return;
+  const std::string text = line.text() + "\n";
+  std::lock_guard lock(mutex_);
+  // One write(2) per line on an O_APPEND fd: lines from concurrent writers never interleave.
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd_, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+}  // namespace appendonlyfs

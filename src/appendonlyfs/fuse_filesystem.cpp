@@ -1,0 +1,478 @@
+#define FUSE_USE_VERSION 312
+
+#include "fuse_filesystem.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <fuse.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fault_injector.hpp"
+#include "file_registry.hpp"
+#include "profile_rules.hpp"
+
+namespace appendonlyfs {
+
+namespace {
+
+struct Mount {
+  const Options& options;
+  int backing_fd;
+  EventLog& log;
+  FaultInjector faults;
+  FileRegistry files;
+};
+
+struct Handle {
+  int fd = -1;
+  std::shared_ptr<FileLock> file;
+  HandleState state;  // guarded by file->mutex
+};
+
+Mount& mount() {
+  return *static_cast<Mount*>(fuse_get_context()->private_data);
+}
+
+Handle& handle(const fuse_file_info* fi) {
+  return *reinterpret_cast<Handle*>(fi->fh);
+}
+
+// FUSE paths are absolute within the mount; the backing directory is addressed with *at() calls.
+const char* relative(const char* path) {
+  return path[1] == '\0' ? "." : path + 1;
+}
+
+const char* shown(const char* path) {
+  return path ? path : "(unlinked)";
+}
+
+std::string_view profile_text() {
+  return profile_name(mount().options.profile);
+}
+
+int errno_result(int result) {
+  return result < 0 ? -errno : result;
+}
+
+int open_backing(const char* path, int flags, mode_t mode) {
+  return ::openat(mount().backing_fd, relative(path), flags | O_CLOEXEC, mode);
+}
+
+void log_refused_open(const char* path, int flags, const OpenDecision& decision) {
+  mount().log.write(LogLine("refused", "open")
+                        .field("path", path)
+                        .field("flags", open_flags_text(flags))
+                        .error(decision.error)
+                        .field("profile", profile_text())
+                        .field("reason", decision.reason));
+}
+
+int open_with_rules(const char* path, fuse_file_info* fi, bool may_create, mode_t mode) {
+  Mount& m = mount();
+  struct stat status {};
+  const bool exists = ::fstatat(m.backing_fd, relative(path), &status, 0) == 0;
+  if (!exists && errno != ENOENT) return -errno;
+  if (!exists && !may_create) return -ENOENT;
+  if (exists && may_create && (fi->flags & O_EXCL)) return -EEXIST;
+
+  const OpenDecision decision = decide_open(
+      m.options.profile, {fi->flags, exists, static_cast<std::uint64_t>(exists ? status.st_size : 0)});
+  if (decision.error != 0) {
+    log_refused_open(path, fi->flags, decision);
+    return -decision.error;
+  }
+
+  // The backing fd never has O_APPEND: every write goes to the offset the rules checked.
+  int flags = (fi->flags & (O_NOFOLLOW | O_SYNC | O_DSYNC)) | (decision.truncate ? O_TRUNC : 0);
+  if (!exists) flags |= O_CREAT | (fi->flags & O_EXCL);
+  int fd = -1;
+  if (decision.kind == HandleKind::write) {
+    fd = open_backing(path, flags | O_RDWR, mode);
+    if (fd < 0 && errno == EACCES) fd = open_backing(path, flags | O_WRONLY, mode);
+  } else {
+    fd = open_backing(path, flags | O_RDONLY, mode);
+  }
+  if (fd < 0) return -errno;
+  if (::fstat(fd, &status) != 0) {
+    const int error = errno;
+    ::close(fd);
+    return -error;
+  }
+
+  auto opened = std::make_unique<Handle>();
+  opened->fd = fd;
+  opened->file = m.files.acquire(status.st_dev, status.st_ino);
+  opened->state.kind = decision.kind;
+  fi->fh = reinterpret_cast<std::uint64_t>(opened.release());
+  // Writable handles bypass the page cache so each write reaches us with the kernel's offset and
+  // size; read handles keep the page cache so that shared read-only mmap (safetensors) works.
+  fi->direct_io = decision.kind == HandleKind::write;
+  fi->keep_cache = 0;
+  return 0;
+}
+
+void* aofs_init(fuse_conn_info* conn, fuse_config* config) {
+  // No attribute/entry caching: the kernel takes the O_APPEND offset from its cached i_size, which is
+  // refreshed by every LOOKUP/GETATTR reply, so it must never be served from a stale cache.
+  config->attr_timeout = 0;
+  config->entry_timeout = 0;
+  config->negative_timeout = 0;
+  config->kernel_cache = 0;
+  config->auto_cache = 0;
+  config->direct_io = 0;
+  config->hard_remove = 1;
+  config->use_ino = 1;
+  conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+  // O_TRUNC must arrive with open(), not as a separate setattr, so the profiles can judge it.
+  if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC) conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+  return fuse_get_context()->private_data;
+}
+
+int aofs_getattr(const char* path, struct stat* status, fuse_file_info* fi) {
+  if (fi) return errno_result(::fstat(handle(fi).fd, status));
+  return errno_result(::fstatat(mount().backing_fd, relative(path), status, AT_SYMLINK_NOFOLLOW));
+}
+
+int aofs_access(const char* path, int mask) {
+  return errno_result(::faccessat(mount().backing_fd, relative(path), mask, 0));
+}
+
+int aofs_readlink(const char* path, char* buffer, size_t size) {
+  const ssize_t length = ::readlinkat(mount().backing_fd, relative(path), buffer, size - 1);
+  if (length < 0) return -errno;
+  buffer[length] = '\0';
+  return 0;
+}
+
+int aofs_mknod(const char* path, mode_t mode, dev_t device) {
+  return errno_result(::mknodat(mount().backing_fd, relative(path), mode, device));
+}
+
+int aofs_mkdir(const char* path, mode_t mode) {
+  return errno_result(::mkdirat(mount().backing_fd, relative(path), mode));
+}
+
+int aofs_unlink(const char* path) {
+  return errno_result(::unlinkat(mount().backing_fd, relative(path), 0));
+}
+
+int aofs_rmdir(const char* path) {
+  return errno_result(::unlinkat(mount().backing_fd, relative(path), AT_REMOVEDIR));
+}
+
+int aofs_symlink(const char* target, const char* path) {
+  return errno_result(::symlinkat(target, mount().backing_fd, relative(path)));
+}
+
+int aofs_link(const char* from, const char* to) {
+  Mount& m = mount();
+  return errno_result(::linkat(m.backing_fd, relative(from), m.backing_fd, relative(to), 0));
+}
+
+int aofs_rename(const char* from, const char* to, unsigned int flags) {
+  Mount& m = mount();
+  if (const int error = rename_error(m.options.profile)) {
+    m.log.write(LogLine("refused", "rename")
+                    .field("path", from)
+                    .field("to", to)
+                    .error(error)
+                    .field("profile", profile_text()));
+    return -error;
+  }
+  return errno_result(::renameat2(m.backing_fd, relative(from), m.backing_fd, relative(to), flags));
+}
+
+int aofs_chmod(const char* path, mode_t mode, fuse_file_info* fi) {
+  if (fi) return errno_result(::fchmod(handle(fi).fd, mode));
+  return errno_result(::fchmodat(mount().backing_fd, relative(path), mode, 0));
+}
+
+int aofs_chown(const char* path, uid_t uid, gid_t gid, fuse_file_info* fi) {
+  if (fi) return errno_result(::fchown(handle(fi).fd, uid, gid));
+  return errno_result(::fchownat(mount().backing_fd, relative(path), uid, gid, AT_SYMLINK_NOFOLLOW));
+}
+
+int aofs_utimens(const char* path, const struct timespec times[2], fuse_file_info* fi) {
+  if (fi) return errno_result(::futimens(handle(fi).fd, times));
+  return errno_result(::utimensat(mount().backing_fd, relative(path), times, AT_SYMLINK_NOFOLLOW));
+}
+
+int truncate_backing(const char* path, const Handle* opened, off_t size) {
+  if (opened && opened->state.kind == HandleKind::write) return errno_result(::ftruncate(opened->fd, size));
+  const int fd = open_backing(path, O_WRONLY, 0);
+  if (fd < 0) return -errno;
+  const int result = errno_result(::ftruncate(fd, size));
+  ::close(fd);
+  return result;
+}
+
+int aofs_truncate(const char* path, off_t size, fuse_file_info* fi) {
+  Mount& m = mount();
+  Handle* opened = fi ? &handle(fi) : nullptr;
+  struct stat status {};
+  if (opened ? ::fstat(opened->fd, &status) != 0 : ::fstatat(m.backing_fd, relative(path), &status, 0) != 0) {
+    return -errno;
+  }
+  const std::shared_ptr<FileLock> file =
+      opened ? opened->file : m.files.acquire(status.st_dev, status.st_ino);
+  std::lock_guard lock(file->mutex);
+  if (opened && ::fstat(opened->fd, &status) != 0) return -errno;
+  const auto current = static_cast<std::uint64_t>(status.st_size);
+  const TruncateDecision decision = decide_truncate(m.options.profile, m.options.non_zero_truncate, current,
+                                                    static_cast<std::uint64_t>(size));
+  if (decision.error != 0 || decision.effect == TruncateEffect::skip) {
+    LogLine line(decision.error != 0 ? "refused" : "ignored", "truncate");
+    line.field("path", shown(path)).field("size", static_cast<std::uint64_t>(size)).field("end", current);
+    if (decision.error != 0) line.error(decision.error);
+    m.log.write(line.field("profile", profile_text()).field("reason", decision.reason));
+    return -decision.error;
+  }
+  return truncate_backing(path, opened, size);
+}
+
+int aofs_open(const char* path, fuse_file_info* fi) {
+  return open_with_rules(path, fi, false, 0);
+}
+
+int aofs_create(const char* path, mode_t mode, fuse_file_info* fi) {
+  return open_with_rules(path, fi, true, mode);
+}
+
+int aofs_read(const char*, char* buffer, size_t size, off_t offset, fuse_file_info* fi) {
+  return static_cast<int>(errno_result(static_cast<int>(::pread(handle(fi).fd, buffer, size, offset))));
+}
+
+ssize_t pwrite_fully(int fd, const char* buffer, std::size_t size, off_t offset) {
+  std::size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::pwrite(fd, buffer + done, size - done, offset + static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return done > 0 ? static_cast<ssize_t>(done) : -1;
+    if (n == 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  return static_cast<ssize_t>(done);
+}
+
+void log_fault(const char* path, off_t offset, std::size_t size, const FaultDecision& fault) {
+  const std::string_view kind = fault.kind == FaultKind::eio      ? "eio"
+                                : fault.kind == FaultKind::enospc ? "enospc"
+                                                                  : "short";
+  LogLine line("fault", kind);
+  line.field("op", "write")
+      .field("path", shown(path))
+      .field("offset", static_cast<std::uint64_t>(offset))
+      .field("size", static_cast<std::uint64_t>(size));
+  if (fault.error != 0) {
+    line.error(fault.error);
+  } else {
+    line.field("accepted", fault.accept);
+  }
+  mount().log.write(line.field("cause", fault.cause));
+}
+
+int aofs_write(const char* path, const char* buffer, size_t size, off_t offset, fuse_file_info* fi) {
+  Mount& m = mount();
+  Handle& opened = handle(fi);
+  if (m.options.faults.delay_us != 0)
+    std::this_thread::sleep_for(std::chrono::microseconds(m.options.faults.delay_us));
+
+  std::lock_guard lock(opened.file->mutex);
+  struct stat status {};
+  if (::fstat(opened.fd, &status) != 0) return -errno;
+  const WriteRequest request{static_cast<std::uint64_t>(offset), size,
+                             static_cast<std::uint64_t>(status.st_size)};
+  const WriteDecision decision = decide_write(m.options.profile, opened.state, request);
+  if (decision.error != 0) {
+    if (decision.poison_handle) opened.state.poisoned = true;
+    m.log.write(LogLine("refused", "write")
+                    .field("path", shown(path))
+                    .field("offset", request.offset)
+                    .field("size", request.size)
+                    .field("end", decision.expected_offset)
+                    .error(decision.error)
+                    .field("profile", profile_text())
+                    .field("reason", decision.reason));
+    return -decision.error;
+  }
+
+  const FaultDecision fault = m.faults.before_write(size);
+  if (fault.error != 0) {
+    log_fault(path, offset, size, fault);
+    return -fault.error;
+  }
+  const ssize_t written = pwrite_fully(opened.fd, buffer, fault.accept, offset);
+  const int write_error = errno;
+  m.faults.after_write(fault, written < 0 ? 0 : static_cast<std::uint64_t>(written));
+  if (written < 0) return -write_error;
+  record_write(opened.state, request.offset, static_cast<std::uint64_t>(written));
+  if (fault.kind == FaultKind::short_write) log_fault(path, offset, size, fault);
+  return static_cast<int>(written);
+}
+
+int aofs_statfs(const char*, struct statvfs* status) {
+  return errno_result(::fstatvfs(mount().backing_fd, status));
+}
+
+int aofs_flush(const char*, fuse_file_info* fi) {
+  // Emulates close() of the backing fd without giving up the handle (close() reports deferred errors).
+  const int duplicate = ::dup(handle(fi).fd);
+  if (duplicate < 0) return -errno;
+  return errno_result(::close(duplicate));
+}
+
+int aofs_release(const char*, fuse_file_info* fi) {
+  std::unique_ptr<Handle> opened(&handle(fi));
+  ::close(opened->fd);
+  return 0;
+}
+
+int aofs_fsync(const char*, int datasync, fuse_file_info* fi) {
+  const int fd = handle(fi).fd;
+  return errno_result(datasync ? ::fdatasync(fd) : ::fsync(fd));
+}
+
+int aofs_fallocate(const char* path, int mode, off_t offset, off_t length, fuse_file_info*) {
+  Mount& m = mount();
+  const int error = fallocate_error(m.options.profile);
+  m.log.write(LogLine("refused", "fallocate")
+                  .field("path", shown(path))
+                  .field("offset", static_cast<std::uint64_t>(offset))
+                  .field("size", static_cast<std::uint64_t>(length))
+                  .field("mode", static_cast<std::uint64_t>(mode))
+                  .error(error)
+                  .field("profile", profile_text()));
+  return -error;
+}
+
+int aofs_opendir(const char* path, fuse_file_info* fi) {
+  const int fd = ::openat(mount().backing_fd, relative(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return -errno;
+  DIR* directory = ::fdopendir(fd);
+  if (!directory) {
+    const int error = errno;
+    ::close(fd);
+    return -error;
+  }
+  fi->fh = reinterpret_cast<std::uint64_t>(directory);
+  return 0;
+}
+
+int aofs_readdir(const char*, void* buffer, fuse_fill_dir_t fill, off_t, fuse_file_info* fi,
+                 fuse_readdir_flags) {
+  DIR* directory = reinterpret_cast<DIR*>(fi->fh);
+  ::rewinddir(directory);
+  while (dirent* entry = ::readdir(directory)) {
+    struct stat status {};
+    status.st_ino = entry->d_ino;
+    status.st_mode = static_cast<mode_t>(DTTOIF(entry->d_type));
+    if (fill(buffer, entry->d_name, &status, 0, static_cast<fuse_fill_dir_flags>(0)) != 0) break;
+  }
+  return 0;
+}
+
+int aofs_releasedir(const char*, fuse_file_info* fi) {
+  ::closedir(reinterpret_cast<DIR*>(fi->fh));
+  return 0;
+}
+
+fuse_operations make_operations() {
+  fuse_operations ops{};
+  ops.init = aofs_init;
+  ops.getattr = aofs_getattr;
+  ops.access = aofs_access;
+  ops.readlink = aofs_readlink;
+  ops.mknod = aofs_mknod;
+  ops.mkdir = aofs_mkdir;
+  ops.unlink = aofs_unlink;
+  ops.rmdir = aofs_rmdir;
+  ops.symlink = aofs_symlink;
+  ops.link = aofs_link;
+  ops.rename = aofs_rename;
+  ops.chmod = aofs_chmod;
+  ops.chown = aofs_chown;
+  ops.utimens = aofs_utimens;
+  ops.truncate = aofs_truncate;
+  ops.open = aofs_open;
+  ops.create = aofs_create;
+  ops.read = aofs_read;
+  ops.write = aofs_write;
+  ops.statfs = aofs_statfs;
+  ops.flush = aofs_flush;
+  ops.release = aofs_release;
+  ops.fsync = aofs_fsync;
+  ops.fallocate = aofs_fallocate;
+  ops.opendir = aofs_opendir;
+  ops.readdir = aofs_readdir;
+  ops.releasedir = aofs_releasedir;
+  return ops;
+}
+
+std::vector<std::string> fuse_arguments(const Options& options) {
+  std::vector<std::string> args = {"appendonlyfs", "-o",
+                                   "fsname=appendonlyfs:" + std::string(profile_name(options.profile)), "-o",
+                                   "subtype=appendonlyfs"};
+  for (const std::string& option : options.fuse_options) {
+    args.push_back("-o");
+    args.push_back(option);
+  }
+  if (options.debug) args.push_back("-d");
+  return args;
+}
+
+}  // namespace
+
+int run_filesystem(const Options& options, EventLog& log) {
+  const int backing_fd = ::open(options.backing.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (backing_fd < 0) {
+    std::fprintf(stderr, "appendonlyfs: cannot open BACKING '%s': %s\n", options.backing.c_str(),
+                 std::strerror(errno));
+    return 2;
+  }
+  Mount state{options, backing_fd, log, FaultInjector(options.faults), {}};
+
+  std::vector<std::string> arg_strings = fuse_arguments(options);
+  std::vector<char*> argv;
+  for (std::string& arg : arg_strings) argv.push_back(arg.data());
+  fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
+  const fuse_operations ops = make_operations();
+
+  fuse* filesystem = fuse_new(&args, &ops, sizeof(ops), &state);
+  if (!filesystem) {
+    fuse_opt_free_args(&args);
+    ::close(backing_fd);
+    return 1;
+  }
+  int status = 1;
+  if (fuse_mount(filesystem, options.mountpoint.c_str()) == 0) {
+    if (fuse_daemonize(options.foreground ? 1 : 0) == 0 &&
+        fuse_set_signal_handlers(fuse_get_session(filesystem)) == 0) {
+      if (options.single_threaded) {
+        status = fuse_loop(filesystem) == 0 ? 0 : 1;
+      } else {
+        fuse_loop_config* loop = fuse_loop_cfg_create();
+        status = fuse_loop_mt(filesystem, loop) == 0 ? 0 : 1;
+        fuse_loop_cfg_destroy(loop);
+      }
+      fuse_remove_signal_handlers(fuse_get_session(filesystem));
+    }
+    fuse_unmount(filesystem);
+  }
+  fuse_destroy(filesystem);
+  fuse_opt_free_args(&args);
+  ::close(backing_fd);
+  return status;
+}
+
+}  // namespace appendonlyfs

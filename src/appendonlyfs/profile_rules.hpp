@@ -1,0 +1,82 @@
+// The write rules of append-only stores, free of FUSE so they can be unit tested.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace appendonlyfs {
+
+enum class Profile { hdfs, s3, strict };
+
+// What hdfs does with truncate to a non-zero size: vendor builds refuse, Apache trunk silently ignores.
+enum class NonZeroTruncate { refuse, ignore };
+
+std::string_view profile_name(Profile profile);
+std::optional<Profile> parse_profile(std::string_view name);
+
+// What a handle may do after open, as the emulated store sees it.
+enum class HandleKind {
+  read,   // writes are refused (O_RDONLY, or O_RDWR turned into a read stream)
+  write,  // writes are accepted if they follow the append rule
+};
+
+struct OpenRequest {
+  int flags = 0;  // open(2) flags as the client passed them
+  bool exists = false;
+  std::uint64_t size = 0;  // current size, if it exists
+};
+
+struct OpenDecision {
+  int error = 0;  // non-zero: refuse the open with this errno
+  HandleKind kind = HandleKind::read;
+  bool truncate = false;  // empty the file as part of the open
+  std::string_view reason;
+};
+
+OpenDecision decide_open(Profile profile, const OpenRequest& request);
+
+// Per-handle state the rules need: s3 checks offsets against what the handle itself wrote and
+// poisons a handle after an out-of-order write.
+struct HandleState {
+  HandleKind kind = HandleKind::read;
+  std::uint64_t written_end = 0;
+  bool poisoned = false;
+};
+
+struct WriteRequest {
+  std::uint64_t offset = 0;
+  std::uint64_t size = 0;
+  std::uint64_t file_end = 0;  // current size of the file in the store
+};
+
+struct WriteDecision {
+  int error = 0;
+  bool poison_handle = false;
+  std::uint64_t expected_offset = 0;  // the only offset that would have been accepted
+  std::string_view reason;
+};
+
+WriteDecision decide_write(Profile profile, const HandleState& handle, const WriteRequest& request);
+
+// Updates the handle after `written` bytes were stored at `offset`.
+void record_write(HandleState& handle, std::uint64_t offset, std::uint64_t written);
+
+enum class TruncateEffect { apply, skip };
+
+struct TruncateDecision {
+  int error = 0;
+  TruncateEffect effect = TruncateEffect::apply;
+  std::string_view reason;
+};
+
+TruncateDecision decide_truncate(Profile profile, NonZeroTruncate non_zero, std::uint64_t current_size,
+                                 std::uint64_t new_size);
+
+// fallocate is refused by every profile; kept as a decision so the glue does not hard-code it.
+int fallocate_error(Profile profile);
+
+// 0 if rename is passed through.
+int rename_error(Profile profile);
+
+}  // namespace appendonlyfs

@@ -1,0 +1,197 @@
+#include "core/config.h"
+
+#include <cerrno>
+#include <charconv>
+
+namespace appendguard {
+namespace {
+
+struct ErrnoName {
+  int value;
+  const char* name;
+};
+
+constexpr ErrnoName kErrnoNames[] = {
+    {EOPNOTSUPP, "EOPNOTSUPP"}, {ENOTSUP, "ENOTSUP"}, {EPERM, "EPERM"},   {EACCES, "EACCES"},
+    {EBADF, "EBADF"},           {EINVAL, "EINVAL"},   {EIO, "EIO"},       {ENOSPC, "ENOSPC"},
+    {EROFS, "EROFS"},           {ENOSYS, "ENOSYS"},   {ESPIPE, "ESPIPE"}, {EFBIG, "EFBIG"},
+    {EAGAIN, "EAGAIN"},         {EINTR, "EINTR"},     {ENOENT, "ENOENT"}, {EEXIST, "EEXIST"},
+    {ENXIO, "ENXIO"},           {EMFILE, "EMFILE"},   {EDQUOT, "EDQUOT"}, {ETXTBSY, "ETXTBSY"},
+};
+
+bool parse_int(std::string_view text, long max, long& out) {
+  if (text.empty()) return false;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, out);
+  return ec == std::errc() && ptr == end && out >= 0 && out <= max;
+}
+
+// One line: the variable, the value as given, and what would have been accepted.
+std::string bad_value(const char* variable, std::string_view value, std::string_view detail) {
+  std::string line = "appendguard: invalid ";
+  line += variable;
+  line += "='";
+  line += value;
+  line += "': ";
+  line += detail;
+  return line;
+}
+
+bool parse_mode(std::string_view v, Mode& mode) {
+  if (v.empty() || v == "0" || v == "off") {
+    mode = Mode::kOff;
+  } else if (v == "1" || v == "on" || v == "enforce") {
+    mode = Mode::kEnforce;
+  } else if (v == "audit") {
+    mode = Mode::kAudit;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+bool parse_action(std::string_view v, Action& action) {
+  if (v == "error") {
+    action = Action::kError;
+  } else if (v == "abort") {
+    action = Action::kAbort;
+  } else if (v == "warn") {
+    action = Action::kWarn;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+bool parse_bool(std::string_view v, bool& out) {
+  if (v == "1" || v == "on" || v == "yes" || v == "true") {
+    out = true;
+  } else if (v == "0" || v == "off" || v == "no" || v == "false") {
+    out = false;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int errno_from_name(std::string_view name) {
+  for (const auto& entry : kErrnoNames) {
+    if (name == entry.name) return entry.value;
+  }
+  long number = 0;
+  if (parse_int(name, 4095, number) && number > 0) return static_cast<int>(number);
+  return 0;
+}
+
+const char* errno_name(int err) {
+  for (const auto& entry : kErrnoNames) {
+    if (entry.value == err) return entry.name;
+  }
+  return "E?";
+}
+
+const char* mode_name(Mode mode) {
+  switch (mode) {
+    case Mode::kOff:
+      return "off";
+    case Mode::kEnforce:
+      return "enforce";
+    case Mode::kAudit:
+      return "audit";
+  }
+  return "?";
+}
+
+const char* action_name(Action action) {
+  switch (action) {
+    case Action::kError:
+      return "error";
+    case Action::kAbort:
+      return "abort";
+    case Action::kWarn:
+      return "warn";
+  }
+  return "?";
+}
+
+ConfigResult parse_config(EnvLookup lookup) {
+  ConfigResult result;
+  Config& config = result.config;
+  auto get = [&](const char* name) -> const char* { return lookup(name); };
+
+  const char* mode = get("APPENDGUARD");
+  if (mode && !parse_mode(mode, config.mode)) {
+    result.error = bad_value("APPENDGUARD", mode, "accepted: unset, 0, off (inert); 1, on, enforce; audit");
+    return result;
+  }
+  if (config.mode == Mode::kOff) return result;  // inert: the rest is not even read
+
+  config.on_violation = config.mode == Mode::kAudit ? Action::kWarn : Action::kError;
+  if (const char* v = get("APPENDGUARD_ON_VIOLATION")) {
+    if (!parse_action(v, config.on_violation)) {
+      result.error = bad_value("APPENDGUARD_ON_VIOLATION", v, "accepted: error, abort, warn");
+      return result;
+    }
+  }
+
+  if (config.mode == Mode::kAudit && config.on_violation == Action::kError) {
+    result.error = bad_value("APPENDGUARD_ON_VIOLATION", "error",
+                             "audit mode changes nothing, so it cannot refuse a call; accepted with "
+                             "APPENDGUARD=audit: warn, abort");
+    return result;
+  }
+
+  config.violation_errno = EOPNOTSUPP;
+  if (const char* v = get("APPENDGUARD_ERRNO")) {
+    config.violation_errno = errno_from_name(v);
+    if (config.violation_errno == 0) {
+      result.error = bad_value("APPENDGUARD_ERRNO", v,
+                               "accepted: an errno name such as EOPNOTSUPP, EPERM, EBADF, EINVAL, EIO, ENOSPC, EROFS, "
+                               "or a number from 1 to 4095");
+      return result;
+    }
+  }
+
+  const char* paths = get("APPENDGUARD_PATHS");
+  std::string pattern_error = config.paths.compile(paths ? paths : "*.safetensors");
+  if (!pattern_error.empty()) {
+    result.error = bad_value("APPENDGUARD_PATHS", paths ? paths : "", pattern_error);
+    return result;
+  }
+
+  config.log_target = "stderr";
+  if (const char* v = get("APPENDGUARD_LOG")) {
+    if (*v == '\0') {
+      result.error = bad_value("APPENDGUARD_LOG", v, "accepted: stderr or a file path (%p pid, %h host, %r rank)");
+      return result;
+    }
+    config.log_target = v;
+  }
+
+  if (const char* v = get("APPENDGUARD_BACKTRACE")) {
+    long frames = 0;
+    if (!parse_int(v, 256, frames)) {
+      result.error = bad_value("APPENDGUARD_BACKTRACE", v, "accepted: a whole number of frames from 0 (none) to 256");
+      return result;
+    }
+    config.backtrace_frames = static_cast<int>(frames);
+  }
+
+  if (const char* v = get("APPENDGUARD_TRACE")) {
+    if (!parse_bool(v, config.trace)) {
+      result.error = bad_value("APPENDGUARD_TRACE", v, "accepted: 1, on, yes, true; 0, off, no, false");
+      return result;
+    }
+  }
+  if (const char* v = get("APPENDGUARD_PYTHON_STACK")) {
+    if (!parse_bool(v, config.python_stack)) {
+      result.error = bad_value("APPENDGUARD_PYTHON_STACK", v, "accepted: 1, on, yes, true; 0, off, no, false");
+      return result;
+    }
+  }
+  return result;
+}
+
+}  // namespace appendguard

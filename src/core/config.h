@@ -1,0 +1,44 @@
+// Configuration read from the environment once, at load. Pure: the lookup function is injected so that
+// every accepted and rejected form can be unit-tested without touching the real environment.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "core/glob.h"
+
+namespace appendguard {
+
+enum class Mode { kOff, kEnforce, kAudit };
+enum class Action { kError, kAbort, kWarn };
+
+struct Config {
+  Mode mode = Mode::kOff;
+  Action on_violation = Action::kError;
+  int violation_errno = 0;  // filled with EOPNOTSUPP by parse_config
+  PatternSet paths;
+  std::string log_target;  // "stderr" or a path template with %p %h %r
+  int backtrace_frames = 32;
+  bool trace = false;
+  bool python_stack = true;
+};
+
+struct ConfigResult {
+  Config config;
+  std::string error;  // empty on success; otherwise one line naming the variable, value and what is accepted
+  bool ok() const { return error.empty(); }
+};
+
+using EnvLookup = const char* (*)(const char* name);
+
+ConfigResult parse_config(EnvLookup lookup);
+
+// errno names accepted by APPENDGUARD_ERRNO ("EOPNOTSUPP", "EIO", ... or a positive number).
+int errno_from_name(std::string_view name);  // 0 when unknown
+const char* errno_name(int err);             // "E?" when unknown
+
+const char* mode_name(Mode mode);
+const char* action_name(Action action);
+
+}  // namespace appendguard

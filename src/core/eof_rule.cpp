@@ -1,0 +1,76 @@
+#include "core/eof_rule.h"
+
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <limits>
+
+namespace appendguard {
+
+WriteCheck check_write(const PositionState& state, const WriteRequest& request, bool refuse_noappend) {
+  WriteCheck check;
+  const bool appends = state.kernel_appends && !request.rwf_noappend;
+  if (request.has_offset) {
+    check.intended_offset = request.offset;
+    // Linux: pwrite on an O_APPEND descriptor appends whatever the offset (man 2 pwrite, BUGS).
+    check.landing_offset = appends ? state.end_of_file : request.offset;
+  } else {
+    bool to_end = state.program_appends || request.rwf_append;
+    check.intended_offset = to_end ? state.end_of_file : state.position;
+    check.landing_offset = (appends || request.rwf_append) ? state.end_of_file : state.position;
+  }
+  if (request.rwf_noappend && refuse_noappend) {
+    check.verdict = WriteVerdict::kNoAppendFlag;
+  } else if (request.count > 0 && check.intended_offset != state.end_of_file) {
+    check.verdict = WriteVerdict::kNotAtEnd;
+  }
+  return check;
+}
+
+void apply_write(PositionState& state, const WriteRequest& request, uint64_t landing_offset, uint64_t written) {
+  uint64_t end = landing_offset + written;
+  if (end > state.end_of_file) state.end_of_file = end;
+  if (!request.has_offset) state.position = end;
+}
+
+SeekResult compute_seek(uint64_t position, uint64_t end_of_file, off64_t offset, int whence) {
+  constexpr uint64_t kMax = static_cast<uint64_t>(std::numeric_limits<off64_t>::max());
+  auto from = [&](uint64_t base) -> SeekResult {
+    if (offset < 0 && static_cast<uint64_t>(-(offset + 1)) + 1 > base) return {-1, EINVAL};
+    if (offset > 0 && static_cast<uint64_t>(offset) > kMax - base) return {-1, EOVERFLOW};
+    return {static_cast<off64_t>(base + offset), 0};
+  };
+  switch (whence) {
+    case SEEK_SET:
+      if (offset < 0) return {-1, EINVAL};
+      return {offset, 0};
+    case SEEK_CUR:
+      return from(position);
+    case SEEK_END:
+      return from(end_of_file);
+    case SEEK_DATA:
+      if (offset < 0) return {-1, EINVAL};
+      if (static_cast<uint64_t>(offset) >= end_of_file) return {-1, ENXIO};
+      return {offset, 0};
+    case SEEK_HOLE:
+      if (offset < 0) return {-1, EINVAL};
+      if (static_cast<uint64_t>(offset) >= end_of_file) return {-1, ENXIO};
+      return {static_cast<off64_t>(end_of_file), 0};
+    default:
+      return {-1, EINVAL};
+  }
+}
+
+bool truncate_is_noop(uint64_t end_of_file, off64_t length) {
+  return length >= 0 && static_cast<uint64_t>(length) == end_of_file;
+}
+
+bool fallocate_is_noop(uint64_t end_of_file, int mode, off64_t offset, off64_t length) {
+  if (offset < 0 || length <= 0) return false;  // libc/kernel answer EINVAL
+  if (mode == FALLOC_FL_KEEP_SIZE) return true;
+  return mode == 0 && static_cast<uint64_t>(offset) + static_cast<uint64_t>(length) <= end_of_file;
+}
+
+}  // namespace appendguard

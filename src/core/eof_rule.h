@@ -1,0 +1,54 @@
+// The end-of-file rule: a write is allowed iff it lands exactly at the end of file. Pure: operates on a
+// snapshot of one open description and its file, so every case is unit-testable.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace appendguard {
+
+struct PositionState {
+  uint64_t position = 0;         // where the program believes the description is
+  uint64_t end_of_file = 0;      // the file's end as this process knows it
+  bool program_appends = false;  // the program itself asked for O_APPEND
+  bool kernel_appends = false;   // the real descriptor has O_APPEND (ours or the program's)
+};
+
+struct WriteRequest {
+  uint64_t count = 0;
+  bool has_offset = false;  // pwrite family: `offset` is explicit and the position does not move
+  uint64_t offset = 0;
+  bool rwf_append = false;    // pwritev2 RWF_APPEND
+  bool rwf_noappend = false;  // pwritev2 RWF_NOAPPEND: writes in place even on an O_APPEND descriptor
+};
+
+enum class WriteVerdict { kAllowed, kNotAtEnd, kNoAppendFlag };
+
+struct WriteCheck {
+  WriteVerdict verdict = WriteVerdict::kAllowed;
+  uint64_t intended_offset = 0;  // where the program means the bytes to go
+  uint64_t landing_offset = 0;   // where the kernel will put them if the call goes through
+};
+
+// `refuse_noappend`: enforce mode, where RWF_NOAPPEND would bypass the O_APPEND we added.
+WriteCheck check_write(const PositionState& state, const WriteRequest& request, bool refuse_noappend);
+
+// Advances position and end of file after `written` bytes landed at `landing_offset`.
+void apply_write(PositionState& state, const WriteRequest& request, uint64_t landing_offset, uint64_t written);
+
+struct SeekResult {
+  off64_t offset = -1;
+  int error = 0;  // errno when offset < 0
+};
+
+// lseek answered from the logical position: SEEK_SET, SEEK_CUR, SEEK_END, and SEEK_DATA/SEEK_HOLE as for
+// a file without holes.
+SeekResult compute_seek(uint64_t position, uint64_t end_of_file, off64_t offset, int whence);
+
+bool truncate_is_noop(uint64_t end_of_file, off64_t length);
+// Size-preserving fallocate: FALLOC_FL_KEEP_SIZE alone, or mode 0 within the current end.
+bool fallocate_is_noop(uint64_t end_of_file, int mode, off64_t offset, off64_t length);
+
+}  // namespace appendguard

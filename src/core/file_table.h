@@ -1,0 +1,124 @@
+// What this process knows about guarded files.
+// A TrackedFile is one (device, inode) and holds the end of file; a Description is one open file
+// description (what open() creates) and holds the logical position; descriptors point at descriptions and
+// dup'd descriptors share one. Lookup by descriptor is one relaxed load from a constant-initialized array,
+// so untracked descriptors cost no lock and no allocation. Objects are recycled through free lists and
+// never returned to the allocator, so a racing reader never touches freed memory.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/eof_rule.h"
+#include "core/lock.h"
+
+namespace appendguard {
+
+constexpr int kMaxTrackedFd = 1 << 20;  // Linux's default fs.nr_open
+constexpr size_t kMaxPath = 4096;
+constexpr int kOpenFrames = 24;
+
+struct TrackedFile {
+  Lock lock;  // serializes check + write for every description on this file
+  dev_t device = 0;
+  ino_t inode = 0;
+  uint64_t end_of_file = 0;  // guarded by lock
+  uint32_t descriptions = 0;  // guarded by the table's registry lock
+  TrackedFile* next_free = nullptr;
+};
+
+struct OpenSite {
+  const char* function = "";  // the libc entry point that opened it, e.g. "open64"
+  int original_flags = 0;
+  int effective_flags = 0;
+  pid_t pid = 0;
+  pid_t tid = 0;
+  int frame_count = 0;
+  void* frames[kOpenFrames] = {};
+};
+
+struct Description {
+  TrackedFile* file = nullptr;
+  uint64_t position = 0;  // guarded by file->lock
+  bool program_appends = false;
+  bool kernel_appends = false;
+  bool readable_by_program = false;  // the program asked for read access
+  uint32_t descriptors = 0;          // guarded by the table's registry lock
+  uint64_t violations = 0;           // guarded by file->lock
+  unsigned reported_once = 0;        // ReportOnce bits: repetitive kinds (reads, mappings) are reported once
+  OpenSite site;
+  char path[kMaxPath] = {};
+  Description* next_free = nullptr;
+
+  PositionState snapshot() const {
+    return {position, file->end_of_file, program_appends, kernel_appends};
+  }
+  void store(const PositionState& s) {
+    position = s.position;
+    file->end_of_file = s.end_of_file;
+  }
+};
+
+struct OpenRecord {
+  const char* path = "";
+  dev_t device = 0;
+  ino_t inode = 0;
+  uint64_t size = 0;
+  bool truncated = false;  // opened with O_TRUNC: the end is `size` even if another description knew more
+  uint64_t position = 0;
+  bool kernel_appends = false;
+  bool program_appends = false;
+  bool readable_by_program = false;
+  const OpenSite* site = nullptr;
+};
+
+class FileTable {
+ public:
+  constexpr FileTable() = default;
+
+  Description* lookup(int fd) const {
+    if (static_cast<unsigned>(fd) >= static_cast<unsigned>(kMaxTrackedFd)) return nullptr;
+    return slots_[fd].load(std::memory_order_acquire);
+  }
+  bool any_tracked() const { return highest_fd_.load(std::memory_order_relaxed) >= 0; }
+
+  // Starts tracking `fd`, which must be a fresh descriptor. Returns nullptr if fd is out of range.
+  Description* track(int fd, const OpenRecord& record);
+  // After dup/dup2/dup3/F_DUPFD: `new_fd` shares `old_fd`'s description (dropping what new_fd had).
+  void alias(int old_fd, int new_fd);
+  // After close(fd) or dup2 onto fd: forget it. Returns true if fd was tracked.
+  bool forget(int fd);
+  // close_range/closefrom: forget every tracked fd in [first, last].
+  void forget_range(unsigned first, unsigned last);
+  // Looks up a file by identity (truncate(path) on an open file).
+  bool end_of_file_of(dev_t device, ino_t inode, uint64_t& end_of_file);
+  void set_end_of_file(dev_t device, ino_t inode, uint64_t end_of_file);
+
+  // pthread_atfork hooks: the registry is locked across fork; in the child every file lock is released
+  // because the threads that held them are gone.
+  void before_fork() { registry_.lock(); }
+  void after_fork_parent() { registry_.unlock(); }
+  void after_fork_child();
+
+  int highest_fd() const { return highest_fd_.load(std::memory_order_relaxed); }
+
+ private:
+  void release_description(Description* d);  // registry_ held
+  void release_file(TrackedFile* file);       // registry_ held
+  TrackedFile* acquire_file(dev_t device, ino_t inode, uint64_t size);  // registry_ held
+
+  Lock registry_;
+  std::atomic<int> highest_fd_{-1};
+  Description* free_descriptions_ = nullptr;
+  TrackedFile* free_files_ = nullptr;
+  TrackedFile** live_files_ = nullptr;  // files with open descriptions, found by identity
+  size_t live_file_count_ = 0;
+  size_t live_file_capacity_ = 0;
+  std::atomic<Description*> slots_[kMaxTrackedFd] = {};
+};
+
+}  // namespace appendguard

@@ -1,0 +1,38 @@
+// Glob patterns that select guarded files (APPENDGUARD_PATHS).
+// A pattern without '/' matches the file name; a pattern with '/' matches the absolute, normalized path,
+// where '*', '?' and '[...]' stay within one component and '**' crosses directories ("/a/**/b" also
+// matches "/a/b").
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace appendguard {
+
+// Returns an empty string when `pattern` is well formed, else why it is not.
+std::string validate_glob(std::string_view pattern);
+
+// `text` is matched whole. '/' is only matched by a literal '/' or by '**'.
+bool glob_match(std::string_view pattern, std::string_view text);
+
+class PatternSet {
+ public:
+  // Colon-separated list. Returns an empty string on success, else the reason (naming the bad pattern).
+  std::string compile(std::string_view spec);
+
+  bool needs_full_path() const { return has_full_path_patterns_; }
+  // `full_path` may be empty when !needs_full_path().
+  bool matches(std::string_view full_path, std::string_view file_name) const;
+  const std::vector<std::string>& patterns() const { return patterns_; }
+
+ private:
+  std::vector<std::string> patterns_;
+  std::vector<std::string> literal_suffixes_;  // what a match must end with: rejects most names in ~2 ns
+  std::vector<bool> is_full_path_;
+  bool has_full_path_patterns_ = false;
+};
+
+std::string_view file_name_of(std::string_view path);
+
+}  // namespace appendguard

@@ -1,0 +1,141 @@
+#include "report/backtrace.h"
+
+#define UNW_LOCAL_ONLY
+#include <cxxabi.h>
+#include <dlfcn.h>
+#include <libunwind.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+namespace appendguard {
+namespace {
+
+#define APPENDGUARD_STR2(x) #x
+#define APPENDGUARD_STR(x) APPENDGUARD_STR2(x)
+
+struct Unwinder {
+  int (*getcontext)(unw_context_t*) = nullptr;
+  int (*init_local)(unw_cursor_t*, unw_context_t*) = nullptr;
+  int (*step)(unw_cursor_t*) = nullptr;
+  int (*get_reg)(unw_cursor_t*, unw_regnum_t, unw_word_t*) = nullptr;
+  int (*is_signal_frame)(unw_cursor_t*) = nullptr;
+  unw_accessors_t* (*get_accessors)(unw_addr_space_t) = nullptr;
+  unw_addr_space_t* local_space = nullptr;
+};
+
+Unwinder g_unwinder;
+std::atomic<bool> g_loaded{false};
+
+template <typename Fn>
+bool resolve(void* handle, const char* name, Fn& out) {
+  out = reinterpret_cast<Fn>(dlsym(handle, name));
+  return out != nullptr;
+}
+
+}  // namespace
+
+bool load_unwinder() {
+  if (g_loaded.load(std::memory_order_acquire)) return true;
+  void* handle = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+  if (!handle) return false;
+  Unwinder u;
+  // Names come from libunwind.h's macros, e.g. unw_step -> _ULx86_64_step.
+  bool ok = resolve(handle, APPENDGUARD_STR(unw_tdep_getcontext), u.getcontext);
+  ok = ok && resolve(handle, APPENDGUARD_STR(unw_init_local), u.init_local);
+  ok = ok && resolve(handle, APPENDGUARD_STR(unw_step), u.step);
+  ok = ok && resolve(handle, APPENDGUARD_STR(unw_get_reg), u.get_reg);
+  ok = ok && resolve(handle, APPENDGUARD_STR(unw_is_signal_frame), u.is_signal_frame);
+  ok = ok && resolve(handle, APPENDGUARD_STR(unw_get_accessors), u.get_accessors);
+  ok = ok && resolve(handle, APPENDGUARD_STR(unw_local_addr_space), u.local_space);
+  if (!ok) return false;
+  g_unwinder = u;
+  g_loaded.store(true, std::memory_order_release);
+  return true;
+}
+
+namespace {
+
+// Frames inside libappendguard itself say nothing about the culprit.
+bool in_this_library(unw_word_t ip) {
+  static void* own_base = [] {
+    Dl_info info{};
+    return dladdr(reinterpret_cast<void*>(&load_unwinder), &info) ? info.dli_fbase : nullptr;
+  }();
+  Dl_info info{};
+  return own_base && dladdr(reinterpret_cast<void*>(ip), &info) && info.dli_fbase == own_base;
+}
+
+}  // namespace
+
+void capture_stack(CapturedStack& stack, int max_frames, int skip) {
+  stack.count = 0;
+  stack.in_signal_handler = false;
+  if (!g_loaded.load(std::memory_order_acquire) || max_frames <= 0) return;
+  if (max_frames > CapturedStack::kMaxFrames) max_frames = CapturedStack::kMaxFrames;
+  unw_context_t context;
+  unw_cursor_t cursor;
+  if (g_unwinder.getcontext(&context) != 0 || g_unwinder.init_local(&cursor, &context) != 0) return;
+  int depth = 0;
+  do {
+    unw_word_t ip = 0;
+    if (g_unwinder.get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0) break;
+    if (g_unwinder.is_signal_frame(&cursor) > 0) stack.in_signal_handler = true;
+    if (depth++ >= skip && (stack.count > 0 || !in_this_library(ip))) {
+      stack.frames[stack.count++] = reinterpret_cast<void*>(ip);
+    }
+  } while (stack.count < max_frames && g_unwinder.step(&cursor) > 0);
+  // Keep looking for a signal frame beyond the printed frames: it decides whether we may allocate.
+  for (int extra = 0; !stack.in_signal_handler && extra < 512 && g_unwinder.step(&cursor) > 0; ++extra) {
+    if (g_unwinder.is_signal_frame(&cursor) > 0) stack.in_signal_handler = true;
+  }
+}
+
+int capture_addresses(void** frames, int max_frames, int skip) {
+  CapturedStack stack;
+  capture_stack(stack, max_frames, skip + 1);
+  for (int i = 0; i < stack.count; ++i) frames[i] = stack.frames[i];
+  return stack.count;
+}
+
+void format_stack(TextBuffer& out, void* const* frames, int count, bool demangle) {
+  if (count == 0) {
+    out.add_text(g_loaded.load() ? "    (no frames)\n" : "    (libunwind.so.8 is not installed: no backtrace)\n");
+    return;
+  }
+  unw_accessors_t* accessors = g_unwinder.get_accessors(*g_unwinder.local_space);
+  for (int i = 0; i < count; ++i) {
+    auto ip = reinterpret_cast<uintptr_t>(frames[i]);
+    // Return addresses point after the call; look up the call itself.
+    uintptr_t lookup = ip - 1;
+    char name[512] = "";
+    unw_word_t offset = 0;
+    bool named = accessors && accessors->get_proc_name &&
+                 accessors->get_proc_name(*g_unwinder.local_space, lookup, name, sizeof name, &offset,
+                                          nullptr) == 0;
+    Dl_info info{};
+    bool has_module = dladdr(reinterpret_cast<void*>(lookup), &info) != 0 && info.dli_fname;
+    const char* module = has_module ? info.dli_fname : "?";
+    if (const char* slash = std::strrchr(module, '/')) module = slash + 1;
+    uintptr_t module_offset = has_module ? ip - reinterpret_cast<uintptr_t>(info.dli_fbase) : ip;
+    if (!named && has_module && info.dli_sname) {
+      std::strncpy(name, info.dli_sname, sizeof name - 1);
+      offset = ip - reinterpret_cast<uintptr_t>(info.dli_saddr);
+      named = true;
+    }
+    const char* shown = named ? name : "??";
+    char* demangled = nullptr;
+    if (named && demangle && name[0] == '_' && name[1] == 'Z') {
+      int status = 0;
+      demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+      if (status == 0 && demangled) shown = demangled;
+    }
+    out.add("    #{:<2} {:#014x} {}+{:#x} ({}+{:#x})\n", i, ip, shown, static_cast<uintptr_t>(offset), module,
+            module_offset);
+    std::free(demangled);
+  }
+}
+
+}  // namespace appendguard

@@ -1,0 +1,30 @@
+// Native backtraces through libunwind, which is dlopen'ed privately (RTLD_LOCAL) when the library is
+// enabled: linked normally, libunwind.so.8 would put its own _Unwind_* exception ABI ahead of libgcc_s in
+// the host's global symbol scope. Inert processes never load it.
+#pragma once
+
+#include "report/text_buffer.h"
+
+namespace appendguard {
+
+// Loads libunwind. Safe to call more than once; returns false if it is not installed.
+bool load_unwinder();
+
+struct CapturedStack {
+  static constexpr int kMaxFrames = 256;
+  void* frames[kMaxFrames];
+  int count = 0;
+  bool in_signal_handler = false;  // a signal frame was seen: do not allocate (no demangling)
+};
+
+// Captures up to `max_frames` return addresses of the caller, skipping `skip` innermost frames and then
+// every frame inside this library, so that the first frame shown is the program's call.
+void capture_stack(CapturedStack& stack, int max_frames, int skip);
+
+// Captures addresses only (for the site of an open, symbolized later if a report needs it).
+int capture_addresses(void** frames, int max_frames, int skip);
+
+// "    #3 0x7f..: name+0x1a (libfoo.so+0x1234)" per frame.
+void format_stack(TextBuffer& out, void* const* frames, int count, bool demangle);
+
+}  // namespace appendguard

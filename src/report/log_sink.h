@@ -1,0 +1,39 @@
+// Where reports go: stderr, or a file named by a template (%p pid, %h host name, %r rank, %% a percent).
+// Writes use raw system calls, so a report never re-enters the hooks.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <string_view>
+
+namespace appendguard {
+
+// Expands the template into `out` (NUL-terminated). Returns false if it does not fit.
+bool expand_log_path(std::string_view templ, pid_t pid, std::string_view host, std::string_view rank, char* out,
+                     size_t capacity);
+
+// RANK, else SLURM_PROCID, else OMPI_COMM_WORLD_RANK, else "0".
+const char* rank_from_environment();
+
+class LogSink {
+ public:
+  constexpr LogSink() = default;
+  // `target` is "stderr" or a path template; it must stay alive for the life of the process.
+  void configure(const char* target) { target_ = target; }
+  // Writes all of `text`, retrying short writes and EINTR. The file is opened on first use, append-only,
+  // close-on-exec and never through a symlink, and again in a forked child (%p) or if the program closed
+  // or replaced our descriptor.
+  void write(std::string_view text);
+
+ private:
+  int descriptor_for_this_process();
+
+  const char* target_ = "stderr";
+  int fd_ = -1;
+  pid_t opened_by_ = 0;
+  dev_t device_ = 0;
+  ino_t inode_ = 0;
+};
+
+}  // namespace appendguard

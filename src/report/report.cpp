@@ -1,0 +1,144 @@
+#include "report/report.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "core/open_flags.h"
+#include "report/backtrace.h"
+#include "report/log_sink.h"
+#include "report/python_stack.h"
+
+namespace appendguard {
+namespace {
+
+constinit LogSink g_sink;
+constinit Lock g_report_lock;
+int g_backtrace_frames = 32;
+bool g_python_stack = true;
+char g_report_text[64 * 1024];
+
+const char* outcome_text(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kRefused:
+      return "refused";
+    case Outcome::kAborted:
+      return "aborting the process";
+    case Outcome::kLetThrough:
+      return "let through (APPENDGUARD_ON_VIOLATION=warn)";
+    case Outcome::kAuditOnly:
+      return "allowed (audit mode): this would fail on an append-only mount";
+    case Outcome::kKernelRefuses:
+      return "the call fails";
+  }
+  return "";
+}
+
+ProcessIdentity current_identity() {
+  static char program[256];
+  if (program[0] == '\0') {
+    long n = syscall(SYS_readlink, "/proc/self/exe", program, sizeof program - 1);
+    if (n > 0) program[n] = '\0';
+  }
+  ProcessIdentity who;
+  who.pid = static_cast<pid_t>(syscall(SYS_getpid));
+  who.tid = static_cast<pid_t>(syscall(SYS_gettid));
+  who.program = program;
+  who.rank = rank_from_environment();
+  return who;
+}
+
+}  // namespace
+
+void format_violation(TextBuffer& out, const Violation& v, const ProcessIdentity& who) {
+  out.add("appendguard: violation: {} {} fd={}", v.operation, v.path, v.fd);
+  if (v.has_count) out.add(" bytes={}", v.count);
+  if (v.has_offset) out.add(" offset={}", v.offset);
+  out.add(" end_of_file={}: {}", v.end_of_file, outcome_text(v.outcome));
+  if (v.outcome == Outcome::kRefused || v.outcome == Outcome::kKernelRefuses) {
+    out.add(" ({})", errno_name(v.error));
+  }
+  if (v.outcome == Outcome::kLetThrough) out.add("; the bytes land at offset {}", v.landing_offset);
+  out.add("\n  why: {}\n", v.why);
+  if (const Description* d = v.description) {
+    char original[160];
+    char effective[160];
+    format_open_flags(d->site.original_flags, original, sizeof original);
+    format_open_flags(d->site.effective_flags, effective, sizeof effective);
+    out.add("  opened: {}(\"{}\", {})", d->site.function, d->path, original);
+    if (d->site.original_flags != d->site.effective_flags) {
+      out.add(", rewritten to {}", effective);
+    }
+    out.add(" by pid {} tid {}\n", d->site.pid, d->site.tid);
+  }
+  out.add("  process: pid {} tid {} rank {} program {}\n", who.pid, who.tid, who.rank, who.program);
+}
+
+void format_trace(TextBuffer& out, const TraceEvent& e, const ProcessIdentity& who) {
+  out.add("appendguard: trace: pid={} tid={} {} fd={} {} {}", who.pid, who.tid, e.operation, e.fd, e.path,
+          e.detail);
+  if (e.result < 0) {
+    out.add(" -> -1 {}\n", errno_name(e.error));
+  } else {
+    out.add(" -> {}\n", e.result);
+  }
+}
+
+void configure_reporter(const Config& config) {
+  g_sink.configure(config.log_target.c_str());
+  g_backtrace_frames = config.backtrace_frames;
+  g_python_stack = config.python_stack;
+  if (g_backtrace_frames > 0) load_unwinder();
+}
+
+int capture_open_site(void** frames, int max_frames) {
+  if (g_backtrace_frames <= 0) return 0;
+  return capture_addresses(frames, max_frames < g_backtrace_frames ? max_frames : g_backtrace_frames, 2);
+}
+
+void report_violation(const Violation& v) {
+  CapturedStack stack;
+  capture_stack(stack, g_backtrace_frames, 2);
+  // Read before taking the report lock: it may wait for the GIL, whose holder may be reporting too.
+  char python_text[8192];
+  TextBuffer python(python_text, sizeof python_text);
+  bool has_python = g_python_stack && !stack.in_signal_handler && format_python_stack(python, 32);
+
+  ProcessIdentity who = current_identity();
+  LockGuard guard(g_report_lock);
+  TextBuffer out(g_report_text, sizeof g_report_text);
+  format_violation(out, v, who);
+  if (g_backtrace_frames > 0) {
+    out.add_text("  native stack:\n");
+    format_stack(out, stack.frames, stack.count, !stack.in_signal_handler);
+  }
+  if (has_python) {
+    out.add_text("  python stack (most recent call first):\n");
+    out.add_text(python.view());
+  }
+  if (const Description* d = v.description; d && d->site.frame_count > 0) {
+    out.add_text("  opened at:\n");
+    format_stack(out, d->site.frames, d->site.frame_count, !stack.in_signal_handler);
+  }
+  if (out.full()) out.add_text("\n  (report truncated)\n");
+  g_sink.write(out.view());
+}
+
+void report_trace(const TraceEvent& e) {
+  char text[1024 + kMaxPath];
+  TextBuffer out(text, sizeof text);
+  format_trace(out, e, current_identity());
+  LockGuard guard(g_report_lock);
+  g_sink.write(out.view());
+}
+
+void report_notice(const char* message) {
+  char text[1024 + kMaxPath];
+  TextBuffer out(text, sizeof text);
+  out.add("appendguard: {}\n", message);
+  LockGuard guard(g_report_lock);
+  g_sink.write(out.view());
+}
+
+}  // namespace appendguard

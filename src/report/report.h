@@ -1,0 +1,69 @@
+// Violation reports and trace lines. A violation report is one block: a first line that says what
+// happened, how and where the file was opened, the process, and the native and Python stacks.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+
+#include "core/config.h"
+#include "core/file_table.h"
+#include "report/text_buffer.h"
+
+namespace appendguard {
+
+enum class Outcome {
+  kRefused,        // the call failed with `error`, nothing reached the file
+  kAborted,        // abort() follows the report
+  kLetThrough,     // enforce + warn: the call went on; bytes land at `landing_offset`
+  kAuditOnly,      // audit mode: nothing changed; the call would fail on an append-only mount
+  kKernelRefuses,  // the kernel itself fails the call (read of a write-only handle, shared mapping)
+};
+
+struct Violation {
+  const char* operation = "";  // the libc name, e.g. "pwrite64"
+  int fd = -1;
+  const char* path = "";
+  const Description* description = nullptr;  // how it was opened; may be null (truncate by path)
+  bool has_count = true;
+  uint64_t count = 0;
+  bool has_offset = true;
+  int64_t offset = 0;  // where the program wrote (or the length asked, for truncate)
+  uint64_t end_of_file = 0;
+  const char* why = "";  // one sentence
+  Outcome outcome = Outcome::kRefused;
+  int error = 0;
+  uint64_t landing_offset = 0;
+};
+
+struct ProcessIdentity {
+  pid_t pid = 0;
+  pid_t tid = 0;
+  const char* program = "";
+  const char* rank = "0";
+};
+
+// The text of a report without the stacks (pure; unit-tested).
+void format_violation(TextBuffer& out, const Violation& v, const ProcessIdentity& who);
+
+// One trace line: "appendguard: trace: ...".
+struct TraceEvent {
+  const char* operation = "";
+  int fd = -1;
+  const char* path = "";
+  const char* detail = "";  // flags, offsets: preformatted by the caller
+  long long result = 0;
+  int error = 0;  // errno when result < 0
+};
+void format_trace(TextBuffer& out, const TraceEvent& e, const ProcessIdentity& who);
+
+// The process-wide reporter: writes to the configured sink, adds stacks per configuration.
+void configure_reporter(const Config& config);
+void report_violation(const Violation& v);
+void report_trace(const TraceEvent& e);
+// For the open site kept in each description.
+int capture_open_site(void** frames, int max_frames);
+// A message that is not a violation ("appendguard: ..."), e.g. a descriptor we could not track.
+void report_notice(const char* text);
+
+}  // namespace appendguard

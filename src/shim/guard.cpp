@@ -1,0 +1,399 @@
+#include "shim/guard.h"
+
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "core/open_flags.h"
+#include "core/path.h"
+#include "shim/real_io.h"
+
+namespace appendguard {
+namespace {
+
+enum ReportOnce : unsigned { kReadReported = 1, kMapReported = 2 };
+
+pid_t gettid_raw() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+
+// The directory a relative path is resolved against: the working directory or an openat dirfd.
+bool base_directory(int dirfd, char* out, size_t capacity) {
+  if (dirfd == AT_FDCWD) return getcwd(out, capacity) != nullptr;
+  char link[32];
+  std::snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd);
+  ssize_t n = readlink(link, out, capacity - 1);
+  if (n <= 0) return false;
+  out[n] = '\0';
+  return true;
+}
+
+bool resolve_full_path(int dirfd, const char* path, char* out) {
+  char base[kMaxPath] = "";
+  if (path[0] != '/' && !base_directory(dirfd, base, sizeof base)) return false;
+  return normalize_path(base, path, out, kMaxPath) > 0;
+}
+
+void report_open_in_audit(const OpenRequest& request, const OpenDecision& decision, int fd, Description* d,
+                          uint64_t size) {
+  int access = request.flags & O_ACCMODE;
+  const char* why = nullptr;
+  if (access == O_RDWR && decision.existed) {
+    why = "opens an existing file read-write; an append-only mount gives a read stream whose writes fail "
+          "(enforce mode rewrites this open to O_WRONLY|O_APPEND)";
+  } else if (access == O_WRONLY && !(request.flags & (O_APPEND | O_TRUNC)) && decision.existed && size > 0) {
+    why = "opens an existing file for writing without O_APPEND; on HDFS this replaces the file (enforce "
+          "mode adds O_APPEND)";
+  }
+  if (!why) return;
+  Violation v;
+  v.operation = request.function;
+  v.fd = fd;
+  v.path = d->path;
+  v.description = d;
+  v.has_count = false;
+  v.has_offset = false;
+  v.end_of_file = size;
+  v.why = why;
+  handle_violation(v);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- opening
+
+void decide_open(const OpenRequest& request, OpenDecision& decision) {
+  decision.guarded = false;
+  decision.trace_only = false;
+  decision.existed = false;
+  decision.flags = request.flags;
+  if (!request.path || InternalScope::active()) return;
+  Mode mode = current_mode();
+  if (mode == Mode::kOff) return;
+  bool writes = is_write_open(request.flags);
+  if (!writes && !g_config->trace) return;
+  const PatternSet& patterns = g_config->paths;
+  if (!patterns.needs_full_path() && !patterns.matches({}, file_name_of(request.path))) return;
+
+  if (!resolve_full_path(request.dirfd, request.path, decision.path)) {
+    if (patterns.needs_full_path()) return;  // cannot tell where it is: a name-only match still counts
+    std::strncpy(decision.path, request.path, kMaxPath - 1);
+    decision.path[kMaxPath - 1] = '\0';
+  }
+  if (patterns.needs_full_path() && !patterns.matches(decision.path, file_name_of(decision.path))) return;
+  if (!writes) {
+    decision.trace_only = true;
+    return;
+  }
+  decision.guarded = true;
+  if (mode == Mode::kEnforce) {
+    decision.flags = rewrite_open_flags(request.flags);
+  } else {
+    struct stat64 st;
+    decision.existed = fstatat64(request.dirfd, request.path, &st, 0) == 0;
+  }
+}
+
+int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd) {
+  int error = errno;
+  InternalScope internal;
+  char flags_text[160];
+  if (decision.trace_only || fd < 0) {
+    if (tracing()) {
+      format_open_flags(request.flags, flags_text, sizeof flags_text);
+      trace(request.function, fd, decision.path, fd, error, "flags=%s", flags_text);
+    }
+    errno = error;
+    return fd;
+  }
+  struct stat64 st;
+  if (fstat64(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    errno = error;
+    return fd;  // a device or FIFO that happens to match: not a file we can reason about
+  }
+  OpenSite site;
+  site.function = request.function;
+  site.original_flags = request.flags;
+  site.effective_flags = decision.flags;
+  site.pid = static_cast<pid_t>(syscall(SYS_getpid));
+  site.tid = gettid_raw();
+  site.frame_count = capture_open_site(site.frames, kOpenFrames);
+
+  OpenRecord record;
+  record.path = decision.path;
+  record.device = st.st_dev;
+  record.inode = st.st_ino;
+  record.size = static_cast<uint64_t>(st.st_size);
+  record.truncated = (decision.flags & O_TRUNC) != 0;
+  record.kernel_appends = (decision.flags & O_APPEND) != 0;
+  record.program_appends = (request.flags & O_APPEND) != 0;
+  record.readable_by_program = (request.flags & O_ACCMODE) == O_RDWR;
+  record.site = &site;
+  Description* d = g_files.track(fd, record);
+  if (!d) {
+    char message[kMaxPath + 200];
+    std::snprintf(message, sizeof message, "cannot track %s (fd %d): descriptor above %d or out of memory%s",
+                  decision.path, fd, kMaxTrackedFd - 1,
+                  g_config->mode == Mode::kEnforce ? "; the open fails with EMFILE" : "");
+    report_notice(message);
+    if (g_config->mode == Mode::kEnforce) {
+      real_close(fd);
+      errno = EMFILE;
+      return -1;
+    }
+    errno = error;
+    return fd;
+  }
+  if (g_config->mode == Mode::kAudit) report_open_in_audit(request, decision, fd, d, record.size);
+  if (tracing()) {
+    char effective_text[160];
+    format_open_flags(request.flags, flags_text, sizeof flags_text);
+    format_open_flags(decision.flags, effective_text, sizeof effective_text);
+    trace(request.function, fd, decision.path, fd, 0, "flags=%s effective=%s size=%llu", flags_text,
+          effective_text, static_cast<unsigned long long>(record.size));
+  }
+  errno = error;
+  return fd;
+}
+
+void adopt_descriptor(int fd, const char* path, int flags) {
+  struct stat64 st;
+  if (fstat64(fd, &st) != 0 || !S_ISREG(st.st_mode)) return;
+  off64_t position = lseek64(fd, 0, SEEK_CUR);
+  OpenSite site;
+  site.function = "(inherited)";
+  site.original_flags = flags;
+  site.effective_flags = flags;
+  OpenRecord record;
+  record.path = path;
+  record.device = st.st_dev;
+  record.inode = st.st_ino;
+  record.size = static_cast<uint64_t>(st.st_size);
+  record.position = position > 0 ? static_cast<uint64_t>(position) : 0;
+  record.kernel_appends = (flags & O_APPEND) != 0;
+  record.program_appends = record.kernel_appends;
+  record.readable_by_program = (flags & O_ACCMODE) == O_RDWR;
+  record.site = &site;
+  g_files.track(fd, record);
+}
+
+// ---------------------------------------------------------------- violations
+
+bool handle_violation(Violation& v) {
+  const bool audit = g_config->mode == Mode::kAudit;
+  Action action = g_config->on_violation;
+  if (audit) {
+    v.outcome = action == Action::kAbort ? Outcome::kAborted : Outcome::kAuditOnly;
+  } else {
+    v.outcome = action == Action::kError   ? Outcome::kRefused
+                : action == Action::kAbort ? Outcome::kAborted
+                                           : Outcome::kLetThrough;
+  }
+  v.error = g_config->violation_errno;
+  {
+    InternalScope internal;
+    report_violation(v);
+  }
+  if (action == Action::kAbort) abort();
+  if (action == Action::kError && !audit) {
+    errno = g_config->violation_errno;
+    return false;
+  }
+  return true;
+}
+
+TrackedFile* lock_description(int fd, Description* d) {
+  TrackedFile* file = d->file;
+  if (!file) return nullptr;
+  file->lock.lock();
+  if (g_files.lookup(fd) != d || d->file != file) {
+    file->lock.unlock();
+    return nullptr;
+  }
+  return file;
+}
+
+// ---------------------------------------------------------------- copies
+
+ssize_t copy_by_write(int in_fd, off64_t* in_offset, int out_fd, off64_t* out_offset, size_t count) {
+  if (count == 0) return 0;
+  constexpr size_t kChunk = size_t{1} << 20;
+  size_t chunk = count < kChunk ? count : kChunk;
+  char* buffer = static_cast<char*>(std::malloc(chunk));
+  if (!buffer) {
+    errno = ENOMEM;
+    return -1;
+  }
+  size_t total = 0;
+  int error = 0;
+  while (total < count) {
+    size_t want = count - total < chunk ? count - total : chunk;
+    ssize_t got = in_offset ? real_pread64(in_fd, buffer, want, *in_offset) : real_read(in_fd, buffer, want);
+    if (got < 0 && errno == EINTR && total == 0) continue;
+    if (got <= 0) {
+      error = got < 0 ? errno : 0;
+      break;
+    }
+    size_t done = 0;
+    while (done < static_cast<size_t>(got)) {
+      ssize_t n = out_offset ? real_pwrite64(out_fd, buffer + done, got - done, *out_offset)
+                             : real_write(out_fd, buffer + done, got - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        error = n < 0 ? errno : EIO;
+        break;
+      }
+      done += static_cast<size_t>(n);
+      if (out_offset) *out_offset += n;
+    }
+    total += done;
+    if (in_offset) {
+      *in_offset += static_cast<off64_t>(done);
+    } else if (done < static_cast<size_t>(got)) {
+      // Give back what was read but not written. A pipe cannot take it back (see docs/reference.md).
+      real_lseek64(in_fd, -static_cast<off64_t>(got - static_cast<ssize_t>(done)), SEEK_CUR);
+    }
+    if (error) break;
+  }
+  std::free(buffer);
+  if (total == 0 && error) {
+    errno = error;
+    return -1;
+  }
+  return static_cast<ssize_t>(total);
+}
+
+// ---------------------------------------------------------------- descriptors
+
+void note_duplicate(const char* operation, int old_fd, int new_fd) {
+  if (new_fd < 0 || !owns_file_table()) return;
+  Description* before = g_files.lookup(old_fd);
+  g_files.alias(old_fd, new_fd);
+  if (tracing() && before) trace(operation, new_fd, before->path, new_fd, 0, "from fd=%d", old_fd);
+}
+
+void note_close(int fd) {
+  if (!owns_file_table()) return;
+  if (tracing()) {
+    if (Description* d = g_files.lookup(fd)) trace("close", fd, d->path, 0, 0, "%s", "");
+  }
+  g_files.forget(fd);
+}
+
+void note_close_range(unsigned first, unsigned last) {
+  if (!owns_file_table()) return;
+  g_files.forget_range(first, last);
+}
+
+int setfl_flags(Description* d, int requested) {
+  if (g_config->mode == Mode::kEnforce && d->kernel_appends) return requested | O_APPEND;
+  return requested;
+}
+
+void note_setfl(Description* d, int requested, int applied, int result) {
+  if (result != 0) return;
+  TrackedFile* file = d->file;
+  LockGuard guard(file->lock);
+  // F_GETFL shows the O_APPEND we added, so a program passing it back is not asking to append.
+  if (requested & O_APPEND) {
+    if (!d->kernel_appends) d->program_appends = true;
+  } else {
+    d->program_appends = false;
+  }
+  d->kernel_appends = (applied & O_APPEND) != 0;
+}
+
+bool guarded_path(const char* path, char* full_path) {
+  if (!path || InternalScope::active() || current_mode() == Mode::kOff) return false;
+  const PatternSet& patterns = g_config->paths;
+  if (!patterns.needs_full_path() && !patterns.matches({}, file_name_of(path))) return false;
+  if (!resolve_full_path(AT_FDCWD, path, full_path)) return false;
+  return patterns.matches(full_path, file_name_of(full_path));
+}
+
+// ---------------------------------------------------------------- reads and mappings
+
+void note_read(const char* operation, int fd, Description* d, bool moves_position, ssize_t result, int error) {
+  if (moves_position && result > 0) {
+    if (TrackedFile* file = lock_description(fd, d)) {
+      d->position += static_cast<uint64_t>(result);
+      file->lock.unlock();
+    }
+  }
+  const bool enforce = g_config->mode == Mode::kEnforce;
+  bool made_write_only = (d->site.original_flags & O_ACCMODE) == O_RDWR &&
+                         (d->site.effective_flags & O_ACCMODE) == O_WRONLY;
+  bool report = enforce ? made_write_only : d->readable_by_program;
+  if (report && !(__atomic_fetch_or(&d->reported_once, kReadReported, __ATOMIC_RELAXED) & kReadReported)) {
+    Violation v;
+    v.operation = operation;
+    v.fd = fd;
+    v.path = d->path;
+    v.description = d;
+    v.has_count = false;
+    v.has_offset = false;
+    v.end_of_file = d->file->end_of_file;
+    v.why = enforce ? "the program opened the file read-write and now reads it; appendguard made the handle "
+                      "write-only for the append-only mount (only the first read of this descriptor is "
+                      "reported)"
+                    : "the program reads a file it opened read-write; an append-only mount cannot read and "
+                      "write one handle, and enforce mode makes it write-only so this read would fail with "
+                      "EBADF (only the first read of this descriptor is reported)";
+    v.outcome = enforce ? Outcome::kKernelRefuses : Outcome::kAuditOnly;
+    v.error = error;
+    InternalScope internal;
+    report_violation(v);
+  }
+  if (tracing()) trace(operation, fd, d->path, result, error, "%s", "");
+}
+
+void note_mmap(int fd, Description* d, int prot, int flags, bool failed, int error) {
+  bool shared_writable = (prot & PROT_WRITE) && (flags & MAP_TYPE) != MAP_PRIVATE;
+  if (shared_writable && !(__atomic_fetch_or(&d->reported_once, kMapReported, __ATOMIC_RELAXED) & kMapReported)) {
+    Violation v;
+    v.operation = "mmap";
+    v.fd = fd;
+    v.path = d->path;
+    v.description = d;
+    v.has_count = false;
+    v.has_offset = false;
+    v.end_of_file = d->file->end_of_file;
+    v.why = "a shared writable mapping writes anywhere in the file; an append-only mount refuses it";
+    v.outcome = g_config->mode == Mode::kAudit ? Outcome::kAuditOnly
+                : failed                       ? Outcome::kKernelRefuses
+                                               : Outcome::kLetThrough;
+    v.error = error;
+    InternalScope internal;
+    report_violation(v);
+  }
+  if (tracing()) trace("mmap", fd, d->path, failed ? -1 : 0, error, "prot=%d flags=%#x", prot, flags);
+}
+
+// ---------------------------------------------------------------- tracing
+
+bool tracing() { return g_config && g_config->trace; }
+
+void trace(const char* operation, int fd, const char* path, long long result, int error, const char* format,
+           ...) {
+  InternalScope internal;
+  char detail[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(detail, sizeof detail, format, args);
+  va_end(args);
+  TraceEvent e;
+  e.operation = operation;
+  e.fd = fd;
+  e.path = path;
+  e.detail = detail;
+  e.result = result;
+  e.error = error;
+  report_trace(e);
+}
+
+}  // namespace appendguard

@@ -1,0 +1,95 @@
+// The guarded operations behind the hooks: each hook finds out whether its descriptor or path is ours
+// and, if so, hands over to one of these. Nothing here runs for files we do not guard.
+#pragma once
+
+#include <errno.h>
+#include <sys/types.h>
+
+#include <cstddef>
+
+#include "core/eof_rule.h"
+#include "core/file_table.h"
+#include "report/report.h"
+#include "shim/runtime.h"
+
+namespace appendguard {
+
+// ---------------------------------------------------------------- opening
+struct OpenRequest {
+  const char* function;  // libc name, for reports
+  int dirfd;             // AT_FDCWD unless openat
+  const char* path;
+  int flags;
+};
+
+struct OpenDecision {
+  bool guarded = false;     // track the descriptor the real call returns
+  bool trace_only = false;  // matched, but read-only: shown in trace mode, not tracked
+  bool existed = false;     // audit mode: the file was there before the open
+  int flags = 0;            // what to pass to the real call
+  char path[kMaxPath];      // absolute, normalized
+};
+
+// Fills `decision` for an open in the current mode. Cheap for every open we leave alone.
+void decide_open(const OpenRequest& request, OpenDecision& decision);
+// Called with the real call's result; returns what the hook returns.
+int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd);
+// A descriptor we did not open, taken in as it is (inherited across exec).
+void adopt_descriptor(int fd, const char* path, int flags);
+
+// ---------------------------------------------------------------- violations
+// Reports `v` and applies APPENDGUARD_ON_VIOLATION. Returns true if the call must go on (warn, audit),
+// false if the hook must fail it (errno is then set).
+bool handle_violation(Violation& v);
+
+// ---------------------------------------------------------------- writing
+// Runs the end-of-file rule for a write-family call on `fd`, tracked as `d`, then `perform()`s it.
+template <typename Perform>
+ssize_t guarded_write(const char* operation, int fd, Description* d, const WriteRequest& request,
+                      Perform&& perform);
+
+// The kernel refuses sendfile, copy_file_range and splice into an O_APPEND descriptor; in enforce mode
+// those are carried out as reads and checked writes. `in_offset` may be null (the input's own position
+// is used and left just after the bytes written); `out_offset` null means the output position.
+ssize_t copy_by_write(int in_fd, off64_t* in_offset, int out_fd, off64_t* out_offset, size_t count);
+
+// ---------------------------------------------------------------- everything else on a tracked fd
+template <typename RealSeek>
+off64_t guarded_seek(const char* operation, int fd, Description* d, off64_t offset, int whence,
+                     RealSeek&& real_seek);
+void note_duplicate(const char* operation, int old_fd, int new_fd);
+void note_close(int fd);
+void note_close_range(unsigned first, unsigned last);
+// F_SETFL: O_APPEND cannot be cleared on a descriptor we made append-only. Returns the flags to set.
+int setfl_flags(Description* d, int requested);
+void note_setfl(Description* d, int requested, int applied, int result);
+
+// ftruncate/fallocate on a tracked fd: allowed when it leaves the size as it is.
+struct Resize {
+  off64_t offset = 0;  // fallocate's offset; 0 for truncation
+  off64_t length = 0;  // the new size (truncate) or the range length (fallocate)
+  int fallocate_mode = -1;  // -1: a truncation
+  bool returns_error = false;  // posix_fallocate: returns an errno value instead of -1
+};
+template <typename Perform>
+int guarded_resize(const char* operation, int fd, Description* d, const Resize& resize, Perform&& perform);
+// truncate(path) on a guarded path. `full_path` from guarded_path().
+bool guarded_path(const char* path, char* full_path);
+template <typename Perform>
+int guarded_truncate(const char* operation, const char* full_path, off64_t length, Perform&& perform);
+
+void note_read(const char* operation, int fd, Description* d, bool moves_position, ssize_t result,
+               int error);
+void note_mmap(int fd, Description* d, int prot, int flags, bool failed, int error);
+
+bool tracing();
+void trace(const char* operation, int fd, const char* path, long long result, int error, const char* format,
+           ...) __attribute__((format(printf, 6, 7)));
+
+// Locks `d`'s file, making sure `fd` still refers to `d` (a racing close may have recycled it).
+// Returns the locked file, or null if `fd` is no longer ours.
+TrackedFile* lock_description(int fd, Description* d);
+
+}  // namespace appendguard
+
+#include "shim/guard_templates.h"

@@ -1,0 +1,172 @@
+// Template bodies of guard.h: the hooks instantiate them with the real libc call as `perform`.
+#pragma once
+
+#include <linux/falloc.h>
+#include <sys/stat.h>
+
+namespace appendguard {
+
+inline const char* write_violation_reason(WriteVerdict verdict, const WriteRequest& request) {
+  if (verdict == WriteVerdict::kNoAppendFlag) {
+    return "RWF_NOAPPEND writes in place, bypassing O_APPEND; an append-only mount refuses it";
+  }
+  return request.has_offset
+             ? "the explicit offset is not the end of file; an append-only mount accepts only appends"
+             : "the position is not the end of file (the program seeked away from the end); an append-only "
+               "mount accepts only appends";
+}
+
+template <typename Perform>
+ssize_t guarded_write(const char* operation, int fd, Description* d, const WriteRequest& request,
+                      Perform&& perform) {
+  TrackedFile* file = lock_description(fd, d);
+  if (!file) return perform();
+  PositionState state = d->snapshot();
+  const bool enforce = g_config->mode == Mode::kEnforce;
+  WriteCheck check = check_write(state, request, enforce);
+  if (check.verdict != WriteVerdict::kAllowed) {
+    Violation v;
+    v.operation = operation;
+    v.fd = fd;
+    v.path = d->path;
+    v.description = d;
+    v.count = request.count;
+    v.offset = static_cast<int64_t>(check.intended_offset);
+    v.end_of_file = state.end_of_file;
+    v.why = write_violation_reason(check.verdict, request);
+    v.landing_offset = check.landing_offset;
+    ++d->violations;
+    file->lock.unlock();
+    if (!handle_violation(v)) return -1;
+    file = lock_description(fd, d);
+    if (!file) return perform();
+    state = d->snapshot();
+    check = check_write(state, request, false);
+  }
+  ssize_t result = perform();
+  int error = errno;
+  if (result > 0) {
+    apply_write(state, request, check.landing_offset, static_cast<uint64_t>(result));
+    d->store(state);
+  }
+  file->lock.unlock();
+  if (tracing()) {
+    trace(operation, fd, d->path, result, error, "bytes=%llu offset=%llu end_of_file=%llu",
+          static_cast<unsigned long long>(request.count), static_cast<unsigned long long>(check.intended_offset),
+          static_cast<unsigned long long>(state.end_of_file));
+  }
+  errno = error;
+  return result;
+}
+
+template <typename RealSeek>
+off64_t guarded_seek(const char* operation, int fd, Description* d, off64_t offset, int whence,
+                     RealSeek&& real_seek) {
+  TrackedFile* file = lock_description(fd, d);
+  if (!file) return real_seek();
+  off64_t result;
+  int error = 0;
+  if (g_config->mode == Mode::kEnforce && d->kernel_appends) {
+    // We own the position: the kernel appends whatever its own offset says.
+    SeekResult seek = compute_seek(d->position, file->end_of_file, offset, whence);
+    result = seek.offset;
+    error = seek.error;
+    if (result >= 0) d->position = static_cast<uint64_t>(result);
+  } else {
+    result = real_seek();
+    error = errno;
+    if (result >= 0) d->position = static_cast<uint64_t>(result);
+  }
+  uint64_t end = file->end_of_file;
+  file->lock.unlock();
+  if (tracing()) {
+    trace(operation, fd, d->path, result, error, "offset=%lld whence=%d end_of_file=%llu",
+          static_cast<long long>(offset), whence, static_cast<unsigned long long>(end));
+  }
+  errno = error;
+  return result;
+}
+
+inline bool resize_is_noop(const Resize& r, uint64_t end) {
+  return r.fallocate_mode < 0 ? truncate_is_noop(end, r.length)
+                              : fallocate_is_noop(end, r.fallocate_mode, r.offset, r.length);
+}
+
+inline uint64_t end_after_resize(const Resize& r, uint64_t end) {
+  if (r.fallocate_mode < 0) return static_cast<uint64_t>(r.length);
+  if (r.fallocate_mode & FALLOC_FL_KEEP_SIZE) return end;
+  uint64_t range_end = static_cast<uint64_t>(r.offset) + static_cast<uint64_t>(r.length);
+  return range_end > end ? range_end : end;
+}
+
+template <typename Perform>
+int guarded_resize(const char* operation, int fd, Description* d, const Resize& resize, Perform&& perform) {
+  TrackedFile* file = lock_description(fd, d);
+  if (!file) return perform();
+  uint64_t end = file->end_of_file;
+  file->lock.unlock();
+  const bool is_noop = resize_is_noop(resize, end);
+  if (is_noop && g_config->mode == Mode::kEnforce) {
+    // The size stays as it is: nothing to ask of a mount that refuses resizing.
+    if (tracing()) {
+      trace(operation, fd, d->path, 0, 0, "offset=%lld length=%lld (size unchanged: not sent)",
+            static_cast<long long>(resize.offset), static_cast<long long>(resize.length));
+    }
+    return 0;
+  }
+  if (!is_noop) {
+    Violation v;
+    v.operation = operation;
+    v.fd = fd;
+    v.path = d->path;
+    v.description = d;
+    v.has_count = resize.fallocate_mode >= 0;
+    v.count = static_cast<uint64_t>(resize.length);
+    v.offset = resize.fallocate_mode >= 0 ? resize.offset : resize.length;
+    v.end_of_file = end;
+    v.why = resize.fallocate_mode >= 0
+                ? "preallocates or punches a file on an append-only mount, which refuses fallocate"
+                : "changes the size of a file on an append-only mount, which refuses truncation";
+    if (!handle_violation(v)) return resize.returns_error ? errno : -1;
+  }
+  int result = perform();
+  int error = resize.returns_error ? result : errno;
+  if (result == 0 && (file = lock_description(fd, d))) {
+    file->end_of_file = end_after_resize(resize, file->end_of_file);
+    file->lock.unlock();
+  }
+  if (tracing()) {
+    trace(operation, fd, d->path, result == 0 ? 0 : -1, error, "offset=%lld length=%lld",
+          static_cast<long long>(resize.offset), static_cast<long long>(resize.length));
+  }
+  if (!resize.returns_error) errno = error;
+  return result;
+}
+
+template <typename Perform>
+int guarded_truncate(const char* operation, const char* full_path, off64_t length, Perform&& perform) {
+  struct stat64 st;
+  if (stat64(full_path, &st) != 0) return perform();  // let the kernel give its answer
+  uint64_t end = static_cast<uint64_t>(st.st_size);
+  g_files.end_of_file_of(st.st_dev, st.st_ino, end);  // an open file may know more than stat says
+  bool is_noop = truncate_is_noop(end, length);
+  if (is_noop && g_config->mode == Mode::kEnforce) return 0;
+  if (!is_noop) {
+    Violation v;
+    v.operation = operation;
+    v.path = full_path;
+    v.has_count = false;
+    v.offset = length;
+    v.end_of_file = end;
+    v.why = "truncates a file on an append-only mount, which refuses changing the size";
+    if (!handle_violation(v)) return -1;
+  }
+  int result = perform();
+  if (result == 0) g_files.set_end_of_file(st.st_dev, st.st_ino, static_cast<uint64_t>(length));
+  int error = errno;
+  if (tracing()) trace(operation, -1, full_path, result, error, "length=%lld", static_cast<long long>(length));
+  errno = error;
+  return result;
+}
+
+}  // namespace appendguard

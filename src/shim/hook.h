@@ -1,0 +1,23 @@
+// What every hook file needs: the export attribute, the runtime, the guarded operations, the real calls.
+#pragma once
+
+#include <errno.h>
+
+#include "shim/guard.h"
+#include "shim/real_io.h"
+#include "shim/runtime.h"
+
+// Hooks are the library's only exported symbols (see exports.map).
+#define APPENDGUARD_HOOK extern "C" __attribute__((visibility("default")))
+
+namespace appendguard {
+
+// Calls `note` after `result` was obtained, keeping the errno the program must see.
+template <typename Note>
+inline void keep_errno(Note&& note) {
+  int error = errno;
+  note(error);
+  errno = error;
+}
+
+}  // namespace appendguard

@@ -1,0 +1,104 @@
+// Positioning and the life of descriptors: lseek, dup, close, fcntl.
+#include <linux/close_range.h>
+#include <stdarg.h>
+#include <stdint.h>
+
+#include "shim/hook.h"
+
+using namespace appendguard;
+
+APPENDGUARD_HOOK off_t lseek(int fd, off_t offset, int whence) {
+  Description* d = tracked_description(fd);
+  if (__builtin_expect(!d, 1)) return real_lseek(fd, offset, whence);
+  return guarded_seek("lseek", fd, d, offset, whence, [&] { return real_lseek(fd, offset, whence); });
+}
+
+APPENDGUARD_HOOK off64_t lseek64(int fd, off64_t offset, int whence) {
+  Description* d = tracked_description(fd);
+  if (__builtin_expect(!d, 1)) return real_lseek64(fd, offset, whence);
+  return guarded_seek("lseek64", fd, d, offset, whence, [&] { return real_lseek64(fd, offset, whence); });
+}
+
+// Forget before closing: once closed, another thread may get the same number for a new file.
+APPENDGUARD_HOOK int close(int fd) {
+  if (__builtin_expect(g_files.lookup(fd) != nullptr, 0)) note_close(fd);
+  return real_close(fd);
+}
+
+APPENDGUARD_HOOK int close_range(unsigned int first, unsigned int last, int flags) {
+  bool closes = !(flags & CLOSE_RANGE_CLOEXEC) && first <= last &&
+                !(flags & ~(CLOSE_RANGE_CLOEXEC | CLOSE_RANGE_UNSHARE));
+  if (closes && g_files.any_tracked()) note_close_range(first, last);
+  return real_close_range(first, last, flags);
+}
+
+APPENDGUARD_HOOK void closefrom(int lowfd) {
+  if (lowfd >= 0 && g_files.any_tracked()) note_close_range(static_cast<unsigned>(lowfd), ~0u);
+  real_closefrom(lowfd);
+}
+
+APPENDGUARD_HOOK int dup(int fd) {
+  int result = real_dup(fd);
+  if (__builtin_expect(result >= 0 && g_files.lookup(fd) != nullptr, 0)) {
+    keep_errno([&](int) { note_duplicate("dup", fd, result); });
+  }
+  return result;
+}
+
+APPENDGUARD_HOOK int dup2(int old_fd, int new_fd) {
+  int result = real_dup2(old_fd, new_fd);
+  if (__builtin_expect(result >= 0 && old_fd != new_fd && (g_files.lookup(old_fd) || g_files.lookup(new_fd)), 0)) {
+    keep_errno([&](int) { note_duplicate("dup2", old_fd, result); });
+  }
+  return result;
+}
+
+APPENDGUARD_HOOK int dup3(int old_fd, int new_fd, int flags) {
+  int result = real_dup3(old_fd, new_fd, flags);
+  if (__builtin_expect(result >= 0 && (g_files.lookup(old_fd) || g_files.lookup(new_fd)), 0)) {
+    keep_errno([&](int) { note_duplicate("dup3", old_fd, result); });
+  }
+  return result;
+}
+
+namespace {
+
+// fcntl's third argument is an int or a pointer depending on the command; both travel in one register
+// (glibc's own fcntl reads it as a pointer too).
+template <typename Real>
+int fcntl_hook(const char* operation, int fd, int cmd, void* arg, Real&& real) {
+  if (__builtin_expect(g_files.lookup(fd) == nullptr, 1)) return real(arg);
+  if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
+    int result = real(arg);
+    if (result >= 0) keep_errno([&](int) { note_duplicate(operation, fd, result); });
+    return result;
+  }
+  Description* d = tracked_description(fd);
+  if (cmd != F_SETFL || !d) return real(arg);
+  int requested = static_cast<int>(reinterpret_cast<intptr_t>(arg));
+  int applied = setfl_flags(d, requested);
+  int result = real(reinterpret_cast<void*>(static_cast<intptr_t>(applied)));
+  keep_errno([&](int error) {
+    note_setfl(d, requested, applied, result);
+    if (tracing()) trace(operation, fd, d->path, result, error, "F_SETFL %#x (applied %#x)", requested, applied);
+  });
+  return result;
+}
+
+}  // namespace
+
+APPENDGUARD_HOOK int fcntl(int fd, int cmd, ...) {
+  va_list args;
+  va_start(args, cmd);
+  void* arg = va_arg(args, void*);
+  va_end(args);
+  return fcntl_hook("fcntl", fd, cmd, arg, [&](void* a) { return real_fcntl(fd, cmd, a); });
+}
+
+APPENDGUARD_HOOK int fcntl64(int fd, int cmd, ...) {
+  va_list args;
+  va_start(args, cmd);
+  void* arg = va_arg(args, void*);
+  va_end(args);
+  return fcntl_hook("fcntl64", fd, cmd, arg, [&](void* a) { return real_fcntl64(fd, cmd, a); });
+}

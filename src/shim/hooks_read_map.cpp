@@ -1,0 +1,77 @@
+// Reads and mappings of guarded files: passed to the kernel, and reported when the program reads a
+// handle that appendguard made write-only or maps it shared and writable.
+#include <sys/mman.h>
+#include <sys/uio.h>
+
+#include "shim/hook.h"
+
+using namespace appendguard;
+
+namespace {
+
+template <typename Real>
+ssize_t read_hook(const char* operation, int fd, bool moves_position, Real&& real) {
+  Description* d = tracked_description(fd);
+  ssize_t result = real();
+  if (__builtin_expect(d != nullptr, 0)) {
+    keep_errno([&](int error) { note_read(operation, fd, d, moves_position, result, error); });
+  }
+  return result;
+}
+
+}  // namespace
+
+APPENDGUARD_HOOK ssize_t read(int fd, void* buf, size_t count) {
+  return read_hook("read", fd, true, [&] { return real_read(fd, buf, count); });
+}
+
+APPENDGUARD_HOOK ssize_t pread(int fd, void* buf, size_t count, off_t offset) {
+  return read_hook("pread", fd, false, [&] { return real_pread(fd, buf, count, offset); });
+}
+
+APPENDGUARD_HOOK ssize_t pread64(int fd, void* buf, size_t count, off64_t offset) {
+  return read_hook("pread64", fd, false, [&] { return real_pread64(fd, buf, count, offset); });
+}
+
+APPENDGUARD_HOOK ssize_t readv(int fd, const iovec* iov, int iovcnt) {
+  return read_hook("readv", fd, true, [&] { return real_readv(fd, iov, iovcnt); });
+}
+
+APPENDGUARD_HOOK ssize_t preadv(int fd, const iovec* iov, int iovcnt, off_t offset) {
+  return read_hook("preadv", fd, false, [&] { return real_preadv(fd, iov, iovcnt, offset); });
+}
+
+APPENDGUARD_HOOK ssize_t preadv64(int fd, const iovec* iov, int iovcnt, off64_t offset) {
+  return read_hook("preadv64", fd, false, [&] { return real_preadv64(fd, iov, iovcnt, offset); });
+}
+
+APPENDGUARD_HOOK ssize_t preadv2(int fd, const iovec* iov, int iovcnt, off_t offset, int flags) {
+  return read_hook("preadv2", fd, offset == -1, [&] { return real_preadv2(fd, iov, iovcnt, offset, flags); });
+}
+
+APPENDGUARD_HOOK ssize_t preadv64v2(int fd, const iovec* iov, int iovcnt, off64_t offset, int flags) {
+  return read_hook("preadv64v2", fd, offset == -1,
+                   [&] { return real_preadv64v2(fd, iov, iovcnt, offset, flags); });
+}
+
+namespace {
+
+template <typename Real>
+void* mmap_hook(int fd, int prot, int flags, Real&& real) {
+  Description* d = fd >= 0 ? tracked_description(fd) : nullptr;
+  void* result = real();
+  if (__builtin_expect(d != nullptr, 0)) {
+    keep_errno([&](int error) { note_mmap(fd, d, prot, flags, result == MAP_FAILED, error); });
+  }
+  return result;
+}
+
+}  // namespace
+
+APPENDGUARD_HOOK void* mmap(void* addr, size_t length, int prot, int flags, int fd, off_t offset) {
+  return mmap_hook(fd, prot, flags, [&] { return real_mmap(addr, length, prot, flags, fd, offset); });
+}
+
+APPENDGUARD_HOOK void* mmap64(void* addr, size_t length, int prot, int flags, int fd, off64_t offset) {
+  return mmap_hook(fd, prot, flags, [&] { return real_mmap64(addr, length, prot, flags, fd, offset); });
+}

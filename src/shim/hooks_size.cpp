@@ -1,0 +1,69 @@
+// Truncation and preallocation: refused on guarded files unless they leave the size as it is.
+#include "shim/hook.h"
+
+using namespace appendguard;
+
+namespace {
+
+Resize truncation(off64_t length) { return Resize{0, length, -1, false}; }
+Resize allocation(int mode, off64_t offset, off64_t length, bool returns_error) {
+  return Resize{offset, length, mode, returns_error};
+}
+
+template <typename Real>
+int truncate_hook(const char* operation, const char* path, off64_t length, Real&& real) {
+  if (__builtin_expect(current_mode() == Mode::kOff, 1)) return real();
+  char full_path[kMaxPath];
+  if (!guarded_path(path, full_path)) return real();
+  return guarded_truncate(operation, full_path, length, real);
+}
+
+}  // namespace
+
+APPENDGUARD_HOOK int ftruncate(int fd, off_t length) {
+  Description* d = tracked_description(fd);
+  if (__builtin_expect(!d, 1)) return real_ftruncate(fd, length);
+  return guarded_resize("ftruncate", fd, d, truncation(length), [&] { return real_ftruncate(fd, length); });
+}
+
+APPENDGUARD_HOOK int ftruncate64(int fd, off64_t length) {
+  Description* d = tracked_description(fd);
+  if (__builtin_expect(!d, 1)) return real_ftruncate64(fd, length);
+  return guarded_resize("ftruncate64", fd, d, truncation(length), [&] { return real_ftruncate64(fd, length); });
+}
+
+APPENDGUARD_HOOK int truncate(const char* path, off_t length) {
+  return truncate_hook("truncate", path, length, [&] { return real_truncate(path, length); });
+}
+
+APPENDGUARD_HOOK int truncate64(const char* path, off64_t length) {
+  return truncate_hook("truncate64", path, length, [&] { return real_truncate64(path, length); });
+}
+
+APPENDGUARD_HOOK int fallocate(int fd, int mode, off_t offset, off_t length) {
+  Description* d = tracked_description(fd);
+  if (__builtin_expect(!d, 1)) return real_fallocate(fd, mode, offset, length);
+  return guarded_resize("fallocate", fd, d, allocation(mode, offset, length, false),
+                        [&] { return real_fallocate(fd, mode, offset, length); });
+}
+
+APPENDGUARD_HOOK int fallocate64(int fd, int mode, off64_t offset, off64_t length) {
+  Description* d = tracked_description(fd);
+  if (__builtin_expect(!d, 1)) return real_fallocate64(fd, mode, offset, length);
+  return guarded_resize("fallocate64", fd, d, allocation(mode, offset, length, false),
+                        [&] { return real_fallocate64(fd, mode, offset, length); });
+}
+
+APPENDGUARD_HOOK int posix_fallocate(int fd, off_t offset, off_t length) {
+  Description* d = tracked_description(fd);
+  if (__builtin_expect(!d, 1)) return real_posix_fallocate(fd, offset, length);
+  return guarded_resize("posix_fallocate", fd, d, allocation(0, offset, length, true),
+                        [&] { return real_posix_fallocate(fd, offset, length); });
+}
+
+APPENDGUARD_HOOK int posix_fallocate64(int fd, off64_t offset, off64_t length) {
+  Description* d = tracked_description(fd);
+  if (__builtin_expect(!d, 1)) return real_posix_fallocate64(fd, offset, length);
+  return guarded_resize("posix_fallocate64", fd, d, allocation(0, offset, length, true),
+                        [&] { return real_posix_fallocate64(fd, offset, length); });
+}

@@ -1,0 +1,43 @@
+// The libc functions behind our hooks, each resolved once with dlsym(RTLD_NEXT) on first use and then
+// called through a plain pointer (a dlsym per call would cost ~36 ns).
+#pragma once
+
+#include <dlfcn.h>
+
+#include <atomic>
+
+namespace appendguard {
+
+template <typename Fn>
+class RealFunction {
+ public:
+  explicit constexpr RealFunction(const char* name) : name_(name) {}
+
+  template <typename... Args>
+  auto operator()(Args... args) const {
+    Fn* fn = fn_.load(std::memory_order_relaxed);
+    if (__builtin_expect(fn == nullptr, 0)) fn = resolve();
+    return fn(args...);
+  }
+  Fn* get() const {
+    Fn* fn = fn_.load(std::memory_order_relaxed);
+    return fn ? fn : resolve();
+  }
+
+ private:
+  Fn* resolve() const {
+    Fn* fn = reinterpret_cast<Fn*>(dlsym(RTLD_NEXT, name_));
+    fn_.store(fn, std::memory_order_relaxed);
+    return fn;
+  }
+
+  const char* name_;
+  mutable std::atomic<Fn*> fn_{nullptr};
+};
+
+}  // namespace appendguard
+
+// Declares `real_NAME`, callable like NAME itself, for a function declared by the libc headers.
+#define APPENDGUARD_REAL(name) inline constinit ::appendguard::RealFunction<decltype(::name)> real_##name{#name}
+// The same for a name the headers do not declare in this translation unit; `type` is its function type.
+#define APPENDGUARD_REAL_TYPED(name, type) inline constinit ::appendguard::RealFunction<type> real_##name{#name}

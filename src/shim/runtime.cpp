@@ -1,0 +1,108 @@
+#include "shim/runtime.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "core/path.h"
+#include "report/report.h"
+#include "shim/guard.h"
+
+namespace appendguard {
+
+constinit std::atomic<int> g_runtime_state{static_cast<int>(RuntimeState::kUninitialized)};
+constinit FileTable g_files;
+Config* g_config = nullptr;
+
+namespace {
+
+__attribute__((tls_model("initial-exec"))) constinit thread_local int t_internal_depth = 0;
+constinit std::atomic<pid_t> g_owner_pid{0};
+
+pid_t raw_getpid() { return static_cast<pid_t>(syscall(SYS_getpid)); }
+
+void before_fork() { g_files.before_fork(); }
+void after_fork_parent() { g_files.after_fork_parent(); }
+void after_fork_child() {
+  g_files.after_fork_child();
+  g_owner_pid.store(raw_getpid(), std::memory_order_relaxed);
+}
+
+// Descriptors inherited across exec are not in our (new) table; guarded ones are taken in as they are.
+void adopt_inherited_descriptors() {
+  DIR* dir = opendir("/proc/self/fd");
+  if (!dir) return;
+  int self = dirfd(dir);
+  while (dirent* entry = readdir(dir)) {
+    char* end = nullptr;
+    long fd = std::strtol(entry->d_name, &end, 10);
+    if (end == entry->d_name || *end != '\0' || fd == self) continue;
+    int flags = fcntl(static_cast<int>(fd), F_GETFL);
+    if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY) continue;
+    char link[32];
+    std::snprintf(link, sizeof link, "/proc/self/fd/%ld", fd);
+    char path[kMaxPath];
+    ssize_t n = readlink(link, path, sizeof path - 1);
+    if (n <= 0 || path[0] != '/') continue;
+    path[n] = '\0';
+    if (g_config->paths.matches(path, file_name_of(path))) adopt_descriptor(static_cast<int>(fd), path, flags);
+  }
+  closedir(dir);
+}
+
+void initialize() {
+  InternalScope internal;
+  ConfigResult result = parse_config([](const char* name) -> const char* { return secure_getenv(name); });
+  if (!result.ok()) {
+    std::string line = result.error + "\n";
+    syscall(SYS_write, STDERR_FILENO, line.data(), line.size());
+    _exit(2);  // a typo must never leave a job silently unguarded
+  }
+  if (result.config.mode == Mode::kOff) {
+    g_runtime_state.store(static_cast<int>(RuntimeState::kOff), std::memory_order_release);
+    return;
+  }
+  g_config = new Config(std::move(result.config));
+  configure_reporter(*g_config);
+  g_owner_pid.store(raw_getpid(), std::memory_order_relaxed);
+  pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+  adopt_inherited_descriptors();
+  RuntimeState state = g_config->mode == Mode::kEnforce ? RuntimeState::kEnforce : RuntimeState::kAudit;
+  g_runtime_state.store(static_cast<int>(state), std::memory_order_release);
+}
+
+__attribute__((constructor)) void initialize_at_load() { current_mode(); }
+
+}  // namespace
+
+Mode current_mode_slow() {
+  int expected = static_cast<int>(RuntimeState::kUninitialized);
+  if (g_runtime_state.compare_exchange_strong(expected, static_cast<int>(RuntimeState::kInitializing),
+                                              std::memory_order_acq_rel)) {
+    initialize();
+    return current_mode();
+  }
+  if (expected == static_cast<int>(RuntimeState::kInitializing)) {
+    if (InternalScope::active()) return Mode::kOff;  // our own initialization calling a hook
+    while (g_runtime_state.load(std::memory_order_acquire) == static_cast<int>(RuntimeState::kInitializing)) {
+      sched_yield();
+    }
+  }
+  return current_mode();
+}
+
+InternalScope::InternalScope() { ++t_internal_depth; }
+InternalScope::~InternalScope() { --t_internal_depth; }
+bool InternalScope::active() { return t_internal_depth > 0; }
+
+bool owns_file_table() { return raw_getpid() == g_owner_pid.load(std::memory_order_relaxed); }
+
+}  // namespace appendguard

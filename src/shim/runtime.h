@@ -1,0 +1,53 @@
+// Process-wide state of the preloaded library: configuration, the file table, and the guard that keeps
+// our own I/O (reports, libunwind, fmt, CPython) out of the hooks. All of it is constant-initialized
+// and never destroyed, so hooks work before our constructor, during static destruction and after exit.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+
+#include "core/config.h"
+#include "core/file_table.h"
+
+namespace appendguard {
+
+enum class RuntimeState : int { kUninitialized, kInitializing, kOff, kEnforce, kAudit };
+
+extern constinit std::atomic<int> g_runtime_state;
+extern constinit FileTable g_files;
+extern Config* g_config;  // valid once the state is kEnforce or kAudit
+
+// Reads the configuration on the first call (from our constructor or from an earlier hook).
+// Returns the mode in force; kOff while this very thread is still initializing.
+Mode current_mode_slow();
+
+inline Mode current_mode() {
+  int state = g_runtime_state.load(std::memory_order_acquire);
+  if (__builtin_expect(state == static_cast<int>(RuntimeState::kOff), 1)) return Mode::kOff;
+  if (state == static_cast<int>(RuntimeState::kEnforce)) return Mode::kEnforce;
+  if (state == static_cast<int>(RuntimeState::kAudit)) return Mode::kAudit;
+  return current_mode_slow();
+}
+
+// True while this thread runs our own code (reporting, initializing): hooks then pass straight through.
+struct InternalScope {
+  InternalScope();
+  ~InternalScope();
+  InternalScope(const InternalScope&) = delete;
+  InternalScope& operator=(const InternalScope&) = delete;
+  static bool active();
+};
+
+// The description behind `fd` if we guard it and are not inside our own code; null on the fast path.
+inline Description* tracked_description(int fd) {
+  Description* d = g_files.lookup(fd);
+  if (__builtin_expect(d == nullptr, 1)) return nullptr;
+  return InternalScope::active() ? nullptr : d;
+}
+
+// False in a vfork()ed child (or a raw clone), which shares our memory with the parent: such a child
+// must not change the parent's file table when it closes or duplicates descriptors before exec.
+bool owns_file_table();
+
+}  // namespace appendguard

@@ -1,0 +1,160 @@
+#include <fcntl.h>
+
+#include <catch2/catch.hpp>
+#include <cerrno>
+
+#include "profile_rules.hpp"
+
+using namespace appendonlyfs;
+
+namespace {
+
+OpenDecision open_existing(Profile profile, int flags, std::uint64_t size = 10) {
+  return decide_open(profile, {flags, true, size});
+}
+
+OpenDecision open_missing(Profile profile, int flags) {
+  return decide_open(profile, {flags, false, 0});
+}
+
+HandleState writer(std::uint64_t written_end = 0) {
+  return {HandleKind::write, written_end, false};
+}
+
+}  // namespace
+
+TEST_CASE("profile names round-trip") {
+  for (Profile profile : {Profile::hdfs, Profile::s3, Profile::strict}) {
+    CHECK(parse_profile(profile_name(profile)) == profile);
+  }
+  CHECK_FALSE(parse_profile("nfs"));
+  CHECK_FALSE(parse_profile(""));
+}
+
+TEST_CASE("read-only opens are read handles in every profile") {
+  for (Profile profile : {Profile::hdfs, Profile::s3, Profile::strict}) {
+    const OpenDecision decision = open_existing(profile, O_RDONLY);
+    CHECK(decision.error == 0);
+    CHECK(decision.kind == HandleKind::read);
+    CHECK_FALSE(decision.truncate);
+  }
+}
+
+TEST_CASE("hdfs open rules follow fuse_dfs") {
+  SECTION("O_RDWR on an existing file is a read stream, even with O_TRUNC") {
+    for (int flags : {O_RDWR, O_RDWR | O_TRUNC, O_RDWR | O_APPEND}) {
+      const OpenDecision decision = open_existing(Profile::hdfs, flags);
+      CHECK(decision.error == 0);
+      CHECK(decision.kind == HandleKind::read);
+      CHECK_FALSE(decision.truncate);
+    }
+  }
+  SECTION("O_RDWR on a missing file creates a write stream") {
+    const OpenDecision decision = open_missing(Profile::hdfs, O_RDWR | O_CREAT);
+    CHECK(decision.kind == HandleKind::write);
+    CHECK_FALSE(decision.truncate);
+  }
+  SECTION("O_WRONLY without O_APPEND replaces the file, with or without O_TRUNC") {
+    for (int flags : {O_WRONLY, O_WRONLY | O_TRUNC, O_WRONLY | O_CREAT}) {
+      const OpenDecision decision = open_existing(Profile::hdfs, flags);
+      CHECK(decision.error == 0);
+      CHECK(decision.kind == HandleKind::write);
+      CHECK(decision.truncate);
+    }
+  }
+  SECTION("O_WRONLY|O_APPEND keeps the contents") {
+    const OpenDecision decision = open_existing(Profile::hdfs, O_WRONLY | O_APPEND);
+    CHECK(decision.kind == HandleKind::write);
+    CHECK_FALSE(decision.truncate);
+  }
+}
+
+TEST_CASE("s3 open rules follow mountpoint-s3 --allow-overwrite") {
+  CHECK(open_existing(Profile::s3, O_RDWR).kind == HandleKind::read);
+  CHECK(open_existing(Profile::s3, O_RDWR).error == 0);
+  CHECK(open_existing(Profile::s3, O_WRONLY).error == EPERM);
+  CHECK(open_existing(Profile::s3, O_WRONLY | O_APPEND).error == EPERM);
+  CHECK(open_existing(Profile::s3, O_WRONLY, 0).error == EPERM);
+  const OpenDecision overwrite = open_existing(Profile::s3, O_WRONLY | O_TRUNC);
+  CHECK(overwrite.error == 0);
+  CHECK(overwrite.kind == HandleKind::write);
+  CHECK(overwrite.truncate);
+  CHECK(open_existing(Profile::s3, O_RDWR | O_TRUNC).kind == HandleKind::write);
+  CHECK(open_missing(Profile::s3, O_WRONLY | O_CREAT).kind == HandleKind::write);
+  CHECK(open_missing(Profile::s3, O_RDWR | O_CREAT).kind == HandleKind::write);
+}
+
+TEST_CASE("strict open rules") {
+  CHECK(open_existing(Profile::strict, O_RDWR).kind == HandleKind::write);
+  CHECK_FALSE(open_existing(Profile::strict, O_WRONLY).truncate);
+  CHECK(open_existing(Profile::strict, O_WRONLY | O_TRUNC).error == EOPNOTSUPP);
+  CHECK(open_existing(Profile::strict, O_RDWR | O_TRUNC).error == EOPNOTSUPP);
+  CHECK(open_existing(Profile::strict, O_WRONLY | O_TRUNC, 0).error == 0);
+  CHECK(open_missing(Profile::strict, O_WRONLY | O_CREAT | O_TRUNC).error == 0);
+}
+
+TEST_CASE("hdfs and strict accept writes only at the end of file") {
+  for (Profile profile : {Profile::hdfs, Profile::strict}) {
+    CHECK(decide_write(profile, writer(), {20, 5, 20}).error == 0);
+    const WriteDecision behind = decide_write(profile, writer(), {0, 5, 20});
+    CHECK(behind.error == EOPNOTSUPP);
+    CHECK(behind.expected_offset == 20);
+    CHECK_FALSE(behind.poison_handle);
+    CHECK(decide_write(profile, writer(), {25, 5, 20}).error == EOPNOTSUPP);
+  }
+}
+
+TEST_CASE("writes on read handles fail with the store's errno") {
+  const HandleState reader{HandleKind::read, 0, false};
+  CHECK(decide_write(Profile::hdfs, reader, {20, 5, 20}).error == EOPNOTSUPP);
+  CHECK(decide_write(Profile::s3, reader, {20, 5, 20}).error == EBADF);
+}
+
+TEST_CASE("s3 checks offsets against what the handle wrote and poisons on out-of-order writes") {
+  HandleState handle = writer();
+  CHECK(decide_write(Profile::s3, handle, {0, 4, 0}).error == 0);
+  record_write(handle, 0, 4);
+  CHECK(handle.written_end == 4);
+  CHECK(decide_write(Profile::s3, handle, {4, 4, 999}).error == 0);  // the file size does not matter
+  const WriteDecision skip = decide_write(Profile::s3, handle, {100, 1, 4});
+  CHECK(skip.error == EINVAL);
+  CHECK(skip.poison_handle);
+  CHECK(skip.expected_offset == 4);
+  handle.poisoned = true;
+  const WriteDecision after = decide_write(Profile::s3, handle, {4, 1, 4});
+  CHECK(after.error == EINVAL);
+  CHECK(after.reason == "poisoned");
+}
+
+TEST_CASE("truncate rules") {
+  using enum NonZeroTruncate;
+  SECTION("hdfs") {
+    CHECK(decide_truncate(Profile::hdfs, refuse, 10, 0).effect == TruncateEffect::apply);
+    CHECK(decide_truncate(Profile::hdfs, refuse, 10, 0).error == 0);
+    CHECK(decide_truncate(Profile::hdfs, refuse, 10, 5).error == EOPNOTSUPP);
+    CHECK(decide_truncate(Profile::hdfs, refuse, 0, 4096).error == EOPNOTSUPP);
+    CHECK(decide_truncate(Profile::hdfs, refuse, 10, 10).error == EOPNOTSUPP);
+    const TruncateDecision ignored = decide_truncate(Profile::hdfs, ignore, 10, 5);
+    CHECK(ignored.error == 0);
+    CHECK(ignored.effect == TruncateEffect::skip);
+  }
+  SECTION("s3") {
+    CHECK(decide_truncate(Profile::s3, refuse, 10, 0).error == EPERM);
+    CHECK(decide_truncate(Profile::s3, refuse, 10, 10).error == EPERM);
+    CHECK(decide_truncate(Profile::s3, refuse, 0, 10).error == EPERM);
+    CHECK(decide_truncate(Profile::s3, refuse, 0, 0).error == 0);
+  }
+  SECTION("strict") {
+    CHECK(decide_truncate(Profile::strict, refuse, 10, 10).error == 0);
+    CHECK(decide_truncate(Profile::strict, refuse, 10, 0).error == EOPNOTSUPP);
+    CHECK(decide_truncate(Profile::strict, refuse, 10, 11).error == EOPNOTSUPP);
+  }
+}
+
+TEST_CASE("fallocate and rename") {
+  for (Profile profile : {Profile::hdfs, Profile::s3, Profile::strict})
+    CHECK(fallocate_error(profile) == EOPNOTSUPP);
+  CHECK(rename_error(Profile::hdfs) == 0);
+  CHECK(rename_error(Profile::strict) == 0);
+  CHECK(rename_error(Profile::s3) == ENOSYS);
+}
