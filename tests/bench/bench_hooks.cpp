@@ -1,0 +1,230 @@
+// The measured program of scripts/bench: `bench_hooks CASE ITERATIONS` runs one case and prints
+// `ns_per_op=<float>`; `bench_hooks --list` prints `name budget iterations description` per case.
+// The same binary runs with and without the preloaded library; only the calls inside
+// appendguard_bench_measured() are timed (and counted by callgrind --toggle-collect).
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+namespace {
+
+std::string g_dir;  // a private directory on tmpfs, removed at exit
+
+std::string path_in_dir(const char* name) {
+  return g_dir + "/" + name;
+}
+
+[[noreturn]] void fail(const char* what) {
+  fprintf(stderr, "bench_hooks: %s: %s\n", what, strerror(errno));
+  exit(2);
+}
+
+int open_or_fail(const std::string& path, int flags) {
+  int fd = open(path.c_str(), flags, 0644);
+  if (fd < 0) fail(path.c_str());
+  return fd;
+}
+
+void create_file(const char* name) {
+  close(open_or_fail(path_in_dir(name), O_WRONLY | O_CREAT | O_TRUNC));
+}
+
+// One case: `run` performs `n` operations; `rearm` (optional) runs untimed between batches of `batch`.
+struct Case {
+  const char* name;
+  const char* budget;
+  long iterations;  // the driver's default per round
+  long batch;
+  const char* description;
+  void (*setup)();
+  void (*run)(long n);
+  void (*rearm)();
+  void (*teardown)();
+};
+
+int g_fd = -1;
+FILE* g_file = nullptr;
+std::string g_open_path;
+char g_buffer[64] = {};
+std::vector<char> g_big(1 << 20, 'x');
+
+void close_fd() {
+  if (g_fd >= 0) close(g_fd);
+  g_fd = -1;
+}
+
+void fail_short(ssize_t written) {
+  if (written < 0) fail("write");
+  fprintf(stderr, "bench_hooks: short write (%zd)\n", written);
+  exit(2);
+}
+
+void setup_dev_null() {
+  g_fd = open_or_fail("/dev/null", O_WRONLY);
+}
+void run_write_1(long n) {
+  for (long i = 0; i < n; ++i) {
+    ssize_t w = write(g_fd, g_buffer, 1);
+    if (w != 1) fail_short(w);
+  }
+}
+
+void setup_plain_read() {
+  create_file("plain.bin");
+  g_open_path = path_in_dir("plain.bin");
+}
+void setup_plain_write() {
+  create_file("x.bin");
+  g_open_path = path_in_dir("x.bin");
+}
+template <int kFlags>
+void run_open_close(long n) {
+  const char* path = g_open_path.c_str();
+  for (long i = 0; i < n; ++i) {
+    int fd = open(path, kFlags);
+    if (fd < 0) fail(path);
+    close(fd);
+  }
+}
+
+void open_tracked() {
+  g_fd = open_or_fail(path_in_dir("bench.safetensors"), O_RDWR | O_CREAT | O_TRUNC);
+}
+void reopen_tracked() {
+  close_fd();
+  open_tracked();
+}
+template <size_t kSize>
+void run_tracked_write(long n) {
+  const char* data = kSize <= sizeof g_buffer ? g_buffer : g_big.data();
+  for (long i = 0; i < n; ++i) {
+    ssize_t w = write(g_fd, data, kSize);
+    if (w != static_cast<ssize_t>(kSize)) fail_short(w);
+  }
+}
+
+void setup_fwrite() {
+  g_file = fopen("/dev/null", "w");
+  if (!g_file) fail("fopen /dev/null");
+}
+void run_fwrite(long n) {
+  for (long i = 0; i < n; ++i) {
+    if (fwrite(g_buffer, sizeof g_buffer, 1, g_file) != 1) fail("fwrite");
+  }
+  if (fflush(g_file) != 0) fail("fflush");
+}
+void teardown_fwrite() {
+  fclose(g_file);
+  g_file = nullptr;
+}
+
+void setup_lseek() {
+  setup_plain_read();
+  g_fd = open_or_fail(g_open_path, O_RDONLY);
+}
+void run_lseek(long n) {
+  for (long i = 0; i < n; ++i) {
+    if (lseek(g_fd, 0, SEEK_CUR) != 0) fail("lseek");
+  }
+}
+
+void nothing() {}
+
+constexpr long kNoBatch = 0;
+
+const Case kCases[] = {
+    {"write_devnull", "1.02", 2'000'000, kNoBatch, "untracked write(fd, buf, 1) to /dev/null", setup_dev_null,
+     run_write_1, nullptr, close_fd},
+    {"open_close_read", "1.03", 300'000, kNoBatch, "untracked open(plain.bin, O_RDONLY) + close on tmpfs",
+     setup_plain_read, run_open_close<O_RDONLY>, nullptr, nothing},
+    {"open_close_write", "1.03", 300'000, kNoBatch,
+     "untracked open(x.bin, O_WRONLY) + close on tmpfs (pattern match on the open path)", setup_plain_write,
+     run_open_close<O_WRONLY>, nullptr, nothing},
+    {"tracked_write_64", "1.07", 1'000'000, 200'000,
+     "tracked 64 B writes to bench.safetensors on tmpfs, opened O_RDWR|O_CREAT|O_TRUNC", open_tracked,
+     run_tracked_write<64>, reopen_tracked, close_fd},
+    {"tracked_write_1m", "1.01", 1'500, 256, "tracked 1 MiB writes to bench.safetensors on tmpfs",
+     open_tracked, run_tracked_write<1 << 20>, reopen_tracked, close_fd},
+    {"fwrite_untracked", "1.02", 5'000'000, kNoBatch,
+     "untracked fwrite of 64 B to a FILE* on /dev/null, fflush at the end", setup_fwrite, run_fwrite, nullptr,
+     teardown_fwrite},
+    {"lseek_cur", "1.02", 2'000'000, kNoBatch, "untracked lseek(fd, 0, SEEK_CUR) on plain.bin", setup_lseek,
+     run_lseek, nullptr, close_fd},
+};
+
+const Case* find_case(const char* name) {
+  for (const Case& c : kCases) {
+    if (strcmp(c.name, name) == 0) return &c;
+  }
+  return nullptr;
+}
+
+double now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+}
+
+void make_dir() {
+  const char* base =
+      access("/dev/shm", W_OK) == 0 ? "/dev/shm" : (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+  std::string pattern = std::string(base) + "/appendguard-bench-XXXXXX";
+  if (!mkdtemp(pattern.data())) fail("mkdtemp");
+  g_dir = pattern;
+}
+
+void remove_dir() {
+  for (const char* name : {"plain.bin", "x.bin", "bench.safetensors"}) unlink(path_in_dir(name).c_str());
+  rmdir(g_dir.c_str());
+}
+
+int usage(FILE* out, int status) {
+  fprintf(out, "usage: bench_hooks CASE ITERATIONS | bench_hooks --list\ncases:\n");
+  for (const Case& c : kCases) fprintf(out, "  %-18s %s\n", c.name, c.description);
+  return status;
+}
+
+}  // namespace
+
+// Everything timed runs inside this function: callgrind counts it alone with --toggle-collect.
+extern "C" __attribute__((noinline)) void appendguard_bench_measured(const Case* c, long n) {
+  c->run(n);
+}
+
+int main(int argc, char** argv) {
+  if (argc == 2 && strcmp(argv[1], "--list") == 0) {
+    for (const Case& c : kCases) printf("%s %s %ld %s\n", c.name, c.budget, c.iterations, c.description);
+    return 0;
+  }
+  if (argc == 2 && strcmp(argv[1], "--help") == 0) return usage(stdout, 0);
+  if (argc != 3) return usage(stderr, 2);
+  const Case* c = find_case(argv[1]);
+  long iterations = strtol(argv[2], nullptr, 10);
+  if (!c || iterations <= 0) return usage(stderr, 2);
+
+  make_dir();
+  c->setup();
+  c->run(iterations / 20 + 1);  // warm-up: resolve symbols, fault in buffers, settle the CPU clock
+  if (c->rearm) c->rearm();
+  const long batch = c->batch > 0 ? c->batch : iterations;
+  double total_ns = 0;
+  for (long done = 0; done < iterations;) {
+    long n = iterations - done < batch ? iterations - done : batch;
+    double start = now_ns();
+    appendguard_bench_measured(c, n);
+    total_ns += now_ns() - start;
+    done += n;
+    if (done < iterations && c->rearm) c->rearm();
+  }
+  c->teardown();
+  remove_dir();
+  printf("ns_per_op=%.3f\n", total_ns / static_cast<double>(iterations));
+  return 0;
+}
