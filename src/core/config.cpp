@@ -157,7 +157,9 @@ ConfigResult parse_config(EnvLookup lookup) {
   const char* paths = get("APPENDGUARD_PATHS");
   std::string pattern_error = config.paths.compile(paths ? paths : "*.safetensors");
   if (!pattern_error.empty()) {
-    result.error = bad_value("APPENDGUARD_PATHS", paths ? paths : "", pattern_error);
+    result.error = bad_value("APPENDGUARD_PATHS", paths ? paths : "",
+                             pattern_error + "; accepted: colon-separated glob patterns ('*', '?', '[...]', "
+                                             "'**' across directories), e.g. '*.safetensors:/mnt/hdfs/**'");
     return result;
   }
 

@@ -130,7 +130,7 @@ std::string PatternSet::compile(std::string_view spec) {
   literal_suffixes_.clear();
   is_full_path_.clear();
   has_full_path_patterns_ = false;
-  if (spec.empty()) return "accepted: a colon-separated list of glob patterns, such as '*.safetensors'";
+  if (spec.empty()) return "no pattern given";
   size_t start = 0;
   while (true) {
     size_t colon = spec.find(':', start);

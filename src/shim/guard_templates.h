@@ -37,7 +37,17 @@ ssize_t guarded_write(const char* operation, int fd, Description* d, const Write
     v.landing_offset = check.landing_offset;
     ++d->violations;
     file->lock.unlock();
-    if (!handle_violation(v)) return -1;
+    if (!handle_violation(v)) {
+      int error = errno;
+      if (tracing()) {
+        trace(operation, fd, d->path, -1, error, "bytes=%llu offset=%llu end_of_file=%llu (refused)",
+              static_cast<unsigned long long>(request.count),
+              static_cast<unsigned long long>(check.intended_offset),
+              static_cast<unsigned long long>(state.end_of_file));
+      }
+      errno = error;
+      return -1;
+    }
     file = lock_description(fd, d);
     if (!file) return perform();
     state = d->snapshot();

@@ -11,11 +11,16 @@ def show(key, value):
     print(f"{key}={value}", flush=True)
 
 
+def errno_name(number):
+    # Python names 95 ENOTSUP; on Linux it is the same value as EOPNOTSUPP, the name the probe uses.
+    return "EOPNOTSUPP" if number == errno.EOPNOTSUPP else errno.errorcode.get(number, str(number))
+
+
 def attempt(key, fn):
     try:
         show(key, fn())
     except OSError as e:
-        show(key, f"-1 errno={errno.errorcode.get(e.errno, e.errno)}")
+        show(key, f"-1 errno={errno_name(e.errno)}")
 
 
 def case_readable(path):
