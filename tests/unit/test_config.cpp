@@ -1,0 +1,115 @@
+#include <catch2/catch.hpp>
+
+#include <cerrno>
+#include <map>
+#include <string>
+
+#include "core/config.h"
+
+using namespace appendguard;
+
+namespace {
+
+std::map<std::string, std::string> g_env;
+
+const char* fake_env(const char* name) {
+  auto it = g_env.find(name);
+  return it == g_env.end() ? nullptr : it->second.c_str();
+}
+
+ConfigResult parse(std::map<std::string, std::string> env) {
+  g_env = std::move(env);
+  return parse_config(fake_env);
+}
+
+}  // namespace
+
+TEST_CASE("mode words") {
+  CHECK(parse({}).config.mode == Mode::kOff);
+  for (const char* off : {"", "0", "off"}) CHECK(parse({{"APPENDGUARD", off}}).config.mode == Mode::kOff);
+  for (const char* on : {"1", "on", "enforce"}) CHECK(parse({{"APPENDGUARD", on}}).config.mode == Mode::kEnforce);
+  CHECK(parse({{"APPENDGUARD", "audit"}}).config.mode == Mode::kAudit);
+  for (const char* bad : {"yes", "ON", "2", "enforce "}) {
+    ConfigResult r = parse({{"APPENDGUARD", bad}});
+    CHECK_FALSE(r.ok());
+    CHECK(r.error.find(std::string("APPENDGUARD='") + bad + "'") != std::string::npos);
+  }
+}
+
+TEST_CASE("inert mode reads nothing else, so a bad value elsewhere does not matter") {
+  ConfigResult r = parse({{"APPENDGUARD", "0"}, {"APPENDGUARD_PATHS", "[bad"}});
+  CHECK(r.ok());
+}
+
+TEST_CASE("defaults when enabled") {
+  ConfigResult r = parse({{"APPENDGUARD", "1"}});
+  REQUIRE(r.ok());
+  CHECK(r.config.on_violation == Action::kError);
+  CHECK(r.config.violation_errno == EOPNOTSUPP);
+  CHECK(r.config.log_target == "stderr");
+  CHECK(r.config.backtrace_frames == 32);
+  CHECK_FALSE(r.config.trace);
+  CHECK(r.config.paths.matches("/x/model.safetensors", "model.safetensors"));
+  CHECK_FALSE(r.config.paths.matches("/x/model.bin", "model.bin"));
+}
+
+TEST_CASE("audit defaults to warn and refuses error") {
+  CHECK(parse({{"APPENDGUARD", "audit"}}).config.on_violation == Action::kWarn);
+  CHECK(parse({{"APPENDGUARD", "audit"}, {"APPENDGUARD_ON_VIOLATION", "abort"}}).config.on_violation ==
+        Action::kAbort);
+  CHECK_FALSE(parse({{"APPENDGUARD", "audit"}, {"APPENDGUARD_ON_VIOLATION", "error"}}).ok());
+}
+
+TEST_CASE("violation actions") {
+  CHECK(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_ON_VIOLATION", "warn"}}).config.on_violation == Action::kWarn);
+  CHECK(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_ON_VIOLATION", "abort"}}).config.on_violation ==
+        Action::kAbort);
+  ConfigResult r = parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_ON_VIOLATION", "deny"}});
+  CHECK_FALSE(r.ok());
+  CHECK(r.error == "appendguard: invalid APPENDGUARD_ON_VIOLATION='deny': accepted: error, abort, warn");
+}
+
+TEST_CASE("errno names and numbers") {
+  CHECK(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_ERRNO", "EPERM"}}).config.violation_errno == EPERM);
+  CHECK(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_ERRNO", "EROFS"}}).config.violation_errno == EROFS);
+  CHECK(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_ERRNO", "5"}}).config.violation_errno == 5);
+  for (const char* bad : {"", "eperm", "0", "-5", "4096", "EWHATEVER", "5x"}) {
+    CHECK_FALSE(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_ERRNO", bad}}).ok());
+  }
+  CHECK(std::string(errno_name(EOPNOTSUPP)) == "EOPNOTSUPP");
+  CHECK(errno_from_name("ENOSPC") == ENOSPC);
+}
+
+TEST_CASE("backtrace frames") {
+  CHECK(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_BACKTRACE", "0"}}).config.backtrace_frames == 0);
+  CHECK(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_BACKTRACE", "256"}}).config.backtrace_frames == 256);
+  for (const char* bad : {"-1", "257", "", "ten", "1.5"}) {
+    CHECK_FALSE(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_BACKTRACE", bad}}).ok());
+  }
+}
+
+TEST_CASE("paths, log, trace and python stack") {
+  ConfigResult r = parse({{"APPENDGUARD", "1"},
+                          {"APPENDGUARD_PATHS", "*.bin:/mnt/**"},
+                          {"APPENDGUARD_LOG", "/tmp/ag-%p.log"},
+                          {"APPENDGUARD_TRACE", "yes"},
+                          {"APPENDGUARD_PYTHON_STACK", "off"}});
+  REQUIRE(r.ok());
+  CHECK(r.config.paths.patterns().size() == 2);
+  CHECK(r.config.log_target == "/tmp/ag-%p.log");
+  CHECK(r.config.trace);
+  CHECK_FALSE(r.config.python_stack);
+  for (const char* bad : {"", "[x", "a::b", ":a", "dir/x", "x\\"}) {
+    ConfigResult e = parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_PATHS", bad}});
+    CHECK_FALSE(e.ok());
+    CHECK(e.error.rfind("appendguard: invalid APPENDGUARD_PATHS='", 0) == 0);
+    CHECK(e.error.find("accepted") != std::string::npos);
+  }
+  CHECK_FALSE(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_LOG", ""}}).ok());
+  CHECK_FALSE(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_TRACE", "maybe"}}).ok());
+}
+
+TEST_CASE("every error is one line") {
+  ConfigResult r = parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_PATHS", "a/b"}});
+  CHECK(r.error.find('\n') == std::string::npos);
+}

@@ -1,0 +1,116 @@
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "core/eof_rule.h"
+
+using namespace appendguard;
+
+namespace {
+
+PositionState rewritten(uint64_t position, uint64_t end) { return {position, end, false, true}; }
+WriteRequest at_position(uint64_t n) { return {n, false, 0, false, false}; }
+WriteRequest at_offset(uint64_t n, uint64_t offset) { return {n, true, offset, false, false}; }
+
+}  // namespace
+
+TEST_CASE("a write at the end is allowed and advances position and end") {
+  PositionState s = rewritten(100, 100);
+  WriteCheck c = check_write(s, at_position(10), true);
+  CHECK(c.verdict == WriteVerdict::kAllowed);
+  CHECK(c.landing_offset == 100);
+  apply_write(s, at_position(10), c.landing_offset, 10);
+  CHECK(s.position == 110);
+  CHECK(s.end_of_file == 110);
+}
+
+TEST_CASE("a short write advances by what was written") {
+  PositionState s = rewritten(0, 0);
+  apply_write(s, at_position(10), 0, 3);
+  CHECK(s.position == 3);
+  CHECK(s.end_of_file == 3);
+}
+
+TEST_CASE("a write away from the end is refused, wherever it would land") {
+  PositionState s = rewritten(10, 100);
+  WriteCheck c = check_write(s, at_position(5), true);
+  CHECK(c.verdict == WriteVerdict::kNotAtEnd);
+  CHECK(c.intended_offset == 10);
+  CHECK(c.landing_offset == 100);  // O_APPEND would put it here: silently misplaced without the check
+  CHECK(check_write(rewritten(200, 100), at_position(1), true).verdict == WriteVerdict::kNotAtEnd);
+}
+
+TEST_CASE("empty writes are never violations") {
+  CHECK(check_write(rewritten(0, 100), at_position(0), true).verdict == WriteVerdict::kAllowed);
+}
+
+TEST_CASE("pwrite: the offset must be the end; the position does not move") {
+  PositionState s = rewritten(0, 100);
+  CHECK(check_write(s, at_offset(5, 50), true).verdict == WriteVerdict::kNotAtEnd);
+  WriteCheck c = check_write(s, at_offset(5, 100), true);
+  CHECK(c.verdict == WriteVerdict::kAllowed);
+  apply_write(s, at_offset(5, 100), c.landing_offset, 5);
+  CHECK(s.position == 0);
+  CHECK(s.end_of_file == 105);
+}
+
+TEST_CASE("a program that asked for O_APPEND always writes at the end") {
+  PositionState s{3, 100, true, true};
+  WriteCheck c = check_write(s, at_position(5), true);
+  CHECK(c.verdict == WriteVerdict::kAllowed);
+  CHECK(c.intended_offset == 100);
+}
+
+TEST_CASE("RWF_APPEND and RWF_NOAPPEND") {
+  WriteRequest append = at_offset(5, 0);
+  append.has_offset = false;
+  append.rwf_append = true;
+  CHECK(check_write({0, 100, false, false}, append, true).verdict == WriteVerdict::kAllowed);
+  WriteRequest noappend = at_offset(5, 100);
+  noappend.rwf_noappend = true;
+  CHECK(check_write(rewritten(0, 100), noappend, true).verdict == WriteVerdict::kNoAppendFlag);
+  // Audit: no O_APPEND of ours to bypass; only the offset counts.
+  CHECK(check_write({0, 100, false, false}, noappend, false).verdict == WriteVerdict::kAllowed);
+}
+
+TEST_CASE("without O_APPEND (audit, truncating opens) bytes land at the position") {
+  PositionState s{10, 100, false, false};
+  WriteCheck c = check_write(s, at_position(5), false);
+  CHECK(c.verdict == WriteVerdict::kNotAtEnd);
+  CHECK(c.landing_offset == 10);
+  apply_write(s, at_position(5), c.landing_offset, 5);
+  CHECK(s.position == 15);
+  CHECK(s.end_of_file == 100);
+}
+
+TEST_CASE("seek") {
+  CHECK(compute_seek(5, 100, 10, SEEK_SET).offset == 10);
+  CHECK(compute_seek(5, 100, 10, SEEK_CUR).offset == 15);
+  CHECK(compute_seek(5, 100, -5, SEEK_CUR).offset == 0);
+  CHECK(compute_seek(5, 100, -6, SEEK_CUR).error == EINVAL);
+  CHECK(compute_seek(5, 100, 0, SEEK_END).offset == 100);
+  CHECK(compute_seek(5, 100, -100, SEEK_END).offset == 0);
+  CHECK(compute_seek(5, 100, -1, SEEK_SET).error == EINVAL);
+  CHECK(compute_seek(5, 100, 50, SEEK_DATA).offset == 50);
+  CHECK(compute_seek(5, 100, 100, SEEK_DATA).error == ENXIO);
+  CHECK(compute_seek(5, 100, 50, SEEK_HOLE).offset == 100);
+  CHECK(compute_seek(5, 100, 100, SEEK_HOLE).error == ENXIO);
+  CHECK(compute_seek(5, 100, 0, 42).error == EINVAL);
+  CHECK(compute_seek(5, 100, INT64_MAX, SEEK_END).error == EOVERFLOW);
+  CHECK(compute_seek(5, 100, INT64_MIN, SEEK_END).error == EINVAL);
+}
+
+TEST_CASE("size changes") {
+  CHECK(truncate_is_noop(100, 100));
+  CHECK_FALSE(truncate_is_noop(100, 0));
+  CHECK_FALSE(truncate_is_noop(100, -1));
+  CHECK(fallocate_is_noop(100, 0, 0, 100));
+  CHECK_FALSE(fallocate_is_noop(100, 0, 50, 51));
+  CHECK(fallocate_is_noop(100, FALLOC_FL_KEEP_SIZE, 0, 1 << 20));
+  CHECK_FALSE(fallocate_is_noop(100, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 10));
+  CHECK_FALSE(fallocate_is_noop(100, 0, 0, 0));
+}

@@ -1,0 +1,85 @@
+#include <catch2/catch.hpp>
+
+#include <memory>
+
+#include "core/file_table.h"
+
+using namespace appendguard;
+
+namespace {
+
+OpenRecord record(const char* path, ino_t inode, uint64_t size) {
+  OpenRecord r;
+  r.path = path;
+  r.device = 1;
+  r.inode = inode;
+  r.size = size;
+  r.kernel_appends = true;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("track, alias, forget") {
+  auto table = std::make_unique<FileTable>();
+  CHECK(table->lookup(3) == nullptr);
+  CHECK_FALSE(table->any_tracked());
+  Description* d = table->track(3, record("/a", 7, 100));
+  REQUIRE(d != nullptr);
+  CHECK(table->lookup(3) == d);
+  CHECK(d->file->end_of_file == 100);
+  CHECK(std::string(d->path) == "/a");
+  table->alias(3, 9);
+  CHECK(table->lookup(9) == d);
+  CHECK(table->forget(3));
+  CHECK(table->lookup(3) == nullptr);
+  CHECK(table->lookup(9) == d);  // the dup keeps the description alive
+  CHECK(table->forget(9));
+  CHECK_FALSE(table->forget(9));
+}
+
+TEST_CASE("two opens of one file share its end; a truncating open resets it") {
+  auto table = std::make_unique<FileTable>();
+  Description* a = table->track(3, record("/a", 7, 100));
+  a->file->end_of_file = 150;  // bytes this process wrote that the filesystem does not show yet
+  Description* b = table->track(4, record("/a", 7, 100));
+  CHECK(a != b);
+  CHECK(a->file == b->file);
+  CHECK(b->file->end_of_file == 150);
+  OpenRecord truncating = record("/a", 7, 0);
+  truncating.truncated = true;
+  Description* c = table->track(5, truncating);
+  CHECK(c->file->end_of_file == 0);
+  uint64_t end = 1;
+  CHECK(table->end_of_file_of(1, 7, end));
+  CHECK(end == 0);
+  table->set_end_of_file(1, 7, 42);
+  CHECK(a->file->end_of_file == 42);
+}
+
+TEST_CASE("alias onto a tracked fd drops what it had; alias from untracked clears it") {
+  auto table = std::make_unique<FileTable>();
+  Description* a = table->track(3, record("/a", 1, 0));
+  Description* b = table->track(4, record("/b", 2, 0));
+  table->alias(3, 4);
+  CHECK(table->lookup(4) == a);
+  (void)b;
+  table->alias(10, 4);  // dup2(untracked, 4)
+  CHECK(table->lookup(4) == nullptr);
+}
+
+TEST_CASE("forget_range and recycling") {
+  auto table = std::make_unique<FileTable>();
+  for (int fd = 3; fd < 10; ++fd) table->track(fd, record("/f", static_cast<ino_t>(fd), 0));
+  CHECK(table->highest_fd() == 9);
+  table->forget_range(5, ~0u);
+  CHECK(table->lookup(4) != nullptr);
+  CHECK(table->lookup(5) == nullptr);
+  CHECK(table->lookup(9) == nullptr);
+  Description* again = table->track(5, record("/g", 50, 3));
+  REQUIRE(again != nullptr);
+  CHECK(again->position == 0);
+  CHECK(again->file->end_of_file == 3);
+  CHECK(table->track(kMaxTrackedFd, record("/h", 60, 0)) == nullptr);
+  CHECK(table->lookup(-1) == nullptr);
+}

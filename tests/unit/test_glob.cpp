@@ -1,0 +1,69 @@
+#include <catch2/catch.hpp>
+
+#include "core/glob.h"
+
+using namespace appendguard;
+
+TEST_CASE("file-name patterns") {
+  CHECK(glob_match("*.safetensors", "model.safetensors"));
+  CHECK(glob_match("*.safetensors", ".safetensors"));
+  CHECK_FALSE(glob_match("*.safetensors", "model.safetensors.tmp"));
+  CHECK(glob_match("model-\?\?\?\?\?-of-*.safetensors", "model-00001-of-00004.safetensors"));
+  CHECK_FALSE(glob_match("model-\?\?\?\?\?-of-*.safetensors", "model-0001-of-00004.safetensors"));
+  CHECK(glob_match("[abc]x", "bx"));
+  CHECK_FALSE(glob_match("[abc]x", "dx"));
+  CHECK(glob_match("[!abc]x", "dx"));
+  CHECK(glob_match("[^abc]x", "dx"));
+  CHECK(glob_match("[a-c]x", "cx"));
+  CHECK(glob_match("[]]x", "]x"));
+  CHECK(glob_match("\\*x", "*x"));
+  CHECK_FALSE(glob_match("\\*x", "ax"));
+  CHECK(glob_match("*", ""));
+  CHECK_FALSE(glob_match("?", ""));
+}
+
+TEST_CASE("path patterns: * stays in a component, ** crosses") {
+  CHECK(glob_match("/mnt/hdfs/*.bin", "/mnt/hdfs/a.bin"));
+  CHECK_FALSE(glob_match("/mnt/hdfs/*.bin", "/mnt/hdfs/sub/a.bin"));
+  CHECK(glob_match("/mnt/hdfs/**", "/mnt/hdfs/sub/a.bin"));
+  CHECK(glob_match("/mnt/**/a.bin", "/mnt/a.bin"));
+  CHECK(glob_match("/mnt/**/a.bin", "/mnt/x/y/a.bin"));
+  CHECK_FALSE(glob_match("/mnt/**/a.bin", "/mnt/x/y/b.bin"));
+  CHECK(glob_match("**/ckpt/*.pt", "/home/u/ckpt/x.pt"));
+  CHECK_FALSE(glob_match("/mnt/?", "/mnt//"));
+  CHECK_FALSE(glob_match("/a[/]b", "/a/b"));
+}
+
+TEST_CASE("validation") {
+  CHECK(validate_glob("*.safetensors").empty());
+  CHECK(validate_glob("/abs/**").empty());
+  CHECK(validate_glob("**/x/*").empty());
+  CHECK_FALSE(validate_glob("").empty());
+  CHECK_FALSE(validate_glob("[abc").empty());
+  CHECK_FALSE(validate_glob("x\\").empty());
+  CHECK_FALSE(validate_glob("rel/x").empty());
+}
+
+TEST_CASE("pattern sets") {
+  PatternSet set;
+  REQUIRE(set.compile("*.safetensors:/data/**/*.bin").empty());
+  CHECK(set.needs_full_path());
+  CHECK(set.matches("/tmp/a.safetensors", "a.safetensors"));
+  CHECK(set.matches("/data/x/y.bin", "y.bin"));
+  CHECK_FALSE(set.matches("/tmp/y.bin", "y.bin"));
+  PatternSet names;
+  REQUIRE(names.compile("*.safetensors").empty());
+  CHECK_FALSE(names.needs_full_path());
+  CHECK(names.matches({}, "x.safetensors"));
+  CHECK_FALSE(set.compile("a:[b").empty());
+  CHECK(file_name_of("/a/b/c.txt") == "c.txt");
+  CHECK(file_name_of("c.txt") == "c.txt");
+}
+
+TEST_CASE("suffix fast path keeps escaped and bracketed patterns exact") {
+  PatternSet set;
+  REQUIRE(set.compile("a\\*b:[xy]z:*").empty());
+  CHECK(set.matches({}, "a*b"));
+  CHECK(set.matches({}, "yz"));
+  CHECK(set.matches({}, "anything"));
+}

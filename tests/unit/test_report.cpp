@@ -1,0 +1,90 @@
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+
+#include <string>
+
+#include "report/log_sink.h"
+#include "report/report.h"
+
+using namespace appendguard;
+
+TEST_CASE("log path templates") {
+  char out[128];
+  REQUIRE(expand_log_path("/tmp/ag-%h-%r-%p.log", 42, "node7", "3", out, sizeof out));
+  CHECK(std::string(out) == "/tmp/ag-node7-3-42.log");
+  REQUIRE(expand_log_path("100%%-%x", 1, "h", "0", out, sizeof out));
+  CHECK(std::string(out) == "100%-%x");
+  CHECK_FALSE(expand_log_path("/a/very/long/path/%h", 1, "hostname", "0", out, 12));
+}
+
+TEST_CASE("the first line of a violation names everything needed") {
+  Description d;
+  TrackedFile f;
+  d.file = &f;
+  std::snprintf(d.path, sizeof d.path, "/ckpt/a.safetensors");
+  d.site.function = "open64";
+  d.site.original_flags = O_RDWR | O_CLOEXEC;
+  d.site.effective_flags = O_WRONLY | O_APPEND | O_CLOEXEC;
+  d.site.pid = 10;
+  d.site.tid = 11;
+  Violation v;
+  v.operation = "write";
+  v.fd = 5;
+  v.path = d.path;
+  v.description = &d;
+  v.count = 4096;
+  v.offset = 0;
+  v.end_of_file = 8192;
+  v.why = "because";
+  v.outcome = Outcome::kRefused;
+  v.error = EOPNOTSUPP;
+  ProcessIdentity who{10, 12, "/usr/bin/python3", "2"};
+  char text[2048];
+  TextBuffer out(text, sizeof text);
+  format_violation(out, v, who);
+  std::string s(out.view());
+  CHECK(s.rfind("appendguard: violation: write /ckpt/a.safetensors fd=5 bytes=4096 offset=0 end_of_file=8192: "
+                "refused (EOPNOTSUPP)\n",
+                0) == 0);
+  CHECK(s.find("  why: because\n") != std::string::npos);
+  CHECK(s.find("  opened: open64(\"/ckpt/a.safetensors\", O_RDWR|O_CLOEXEC), rewritten to "
+               "O_WRONLY|O_APPEND|O_CLOEXEC by pid 10 tid 11\n") != std::string::npos);
+  CHECK(s.find("  process: pid 10 tid 12 rank 2 program /usr/bin/python3\n") != std::string::npos);
+}
+
+TEST_CASE("let-through and audit outcomes") {
+  Violation v;
+  v.operation = "pwrite64";
+  v.path = "/p";
+  v.outcome = Outcome::kLetThrough;
+  v.landing_offset = 77;
+  char text[1024];
+  TextBuffer out(text, sizeof text);
+  format_violation(out, v, ProcessIdentity{});
+  CHECK(std::string(out.view()).find("let through (APPENDGUARD_ON_VIOLATION=warn); the bytes land at offset 77") !=
+        std::string::npos);
+  out.clear();
+  v.outcome = Outcome::kAuditOnly;
+  format_violation(out, v, ProcessIdentity{});
+  CHECK(std::string(out.view()).find("allowed (audit mode)") != std::string::npos);
+}
+
+TEST_CASE("trace lines and bounded buffers") {
+  TraceEvent e;
+  e.operation = "lseek64";
+  e.fd = 3;
+  e.path = "/x";
+  e.detail = "offset=0 whence=2";
+  e.result = -1;
+  e.error = EINVAL;
+  char text[256];
+  TextBuffer out(text, sizeof text);
+  format_trace(out, e, ProcessIdentity{1, 2, "", "0"});
+  CHECK(std::string(out.view()) == "appendguard: trace: pid=1 tid=2 lseek64 fd=3 /x offset=0 whence=2 -> -1 EINVAL\n");
+  char tiny[8];
+  TextBuffer small(tiny, sizeof tiny);
+  small.add("{}", "0123456789");
+  CHECK(small.full());
+  CHECK(small.view() == "01234567");
+}
