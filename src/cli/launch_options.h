@@ -1,0 +1,26 @@
+// `appendguard run` command line -> the environment the command runs with. Pure, unit-tested.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace appendguard {
+
+struct LaunchPlan {
+  std::vector<std::pair<std::string, std::string>> environment;  // variables to set
+  std::vector<std::string> command;
+};
+
+struct LaunchParse {
+  LaunchPlan plan;
+  std::string error;  // one line; empty on success
+  bool ok() const { return error.empty(); }
+};
+
+// `args` are the words after "run". `library` is the preload library's path; `existing_preload` the
+// current LD_PRELOAD (kept, after ours).
+LaunchParse parse_run_arguments(const std::vector<std::string>& args, const std::string& library,
+                                const std::string& existing_preload);
+
+}  // namespace appendguard

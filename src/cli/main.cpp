@@ -1,0 +1,216 @@
+// The `appendguard` launcher: `appendguard run -- CMD` runs CMD with the preload library enabled;
+// `appendguard doctor [CMD]` checks that interposition works here and can reach CMD.
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cli/binary_check.h"
+#include "cli/launch_options.h"
+#include "core/config.h"
+
+using namespace appendguard;
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: appendguard run [OPTIONS] -- COMMAND [ARGS...]\n"
+    "       appendguard doctor [COMMAND]\n"
+    "       appendguard --help | --version\n"
+    "\n"
+    "run: runs COMMAND with libappendguard.so preloaded and enabled.\n"
+    "  --enforce             rewrite read-write opens into appends, refuse writes not at the end (default)\n"
+    "  --audit               change nothing; report every operation an append-only mount would refuse\n"
+    "  --trace               also log every operation on guarded files\n"
+    "  --paths P             colon-separated globs of guarded files (default *.safetensors)\n"
+    "  --on-violation A      error (default), abort or warn\n"
+    "  --errno E             errno of a refused call (default EOPNOTSUPP)\n"
+    "  --log L               stderr (default) or a file; %p pid, %h host, %r rank\n"
+    "  --backtrace N         native frames per report (default 32, 0 for none)\n"
+    "  --no-python-stack     leave the Python stack out of reports\n"
+    "doctor: checks the library, the configuration, that interposition works in this environment,\n"
+    "  and whether COMMAND can be reached by it (static and Go binaries cannot).\n";
+
+std::string self_path() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return {};
+  buf[n] = '\0';
+  return buf;
+}
+
+bool is_file(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// APPENDGUARD_LIBRARY, else beside us when installed (bin/../lib), else in the build tree.
+std::string find_library() {
+  if (const char* explicit_path = getenv("APPENDGUARD_LIBRARY")) return explicit_path;
+  std::string exe = self_path();
+  std::string dir = exe.substr(0, exe.rfind('/'));
+  for (const char* relative : {"/../lib/libappendguard.so", "/../shim/libappendguard.so"}) {
+    std::string candidate = dir + relative;
+    if (is_file(candidate)) {
+      char resolved[PATH_MAX];
+      return realpath(candidate.c_str(), resolved) ? resolved : candidate;
+    }
+  }
+  return {};
+}
+
+std::string find_in_path(const std::string& command) {
+  if (command.find('/') != std::string::npos) return command;
+  const char* path = getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t colon = dirs.find(':', start);
+    std::string dir = dirs.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + command;
+    if (access(candidate.c_str(), X_OK) == 0 && is_file(candidate)) return candidate;
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  return {};
+}
+
+// The configuration the command would get, checked with the library's own parser and messages.
+std::string check_configuration(const LaunchPlan& plan) {
+  static std::map<std::string, std::string> merged;
+  merged.clear();
+  for (char** e = environ; *e; ++e) {
+    std::string entry = *e;
+    size_t eq = entry.find('=');
+    if (eq != std::string::npos) merged[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  for (const auto& [name, value] : plan.environment) merged[name] = value;
+  ConfigResult result = parse_config([](const char* name) -> const char* {
+    auto it = merged.find(name);
+    return it == merged.end() ? nullptr : it->second.c_str();
+  });
+  return result.error;
+}
+
+int run(const std::vector<std::string>& args) {
+  std::string library = find_library();
+  if (library.empty() || !is_file(library)) {
+    std::fprintf(stderr, "appendguard run: cannot find libappendguard.so (set APPENDGUARD_LIBRARY)\n");
+    return 2;
+  }
+  const char* preload = getenv("LD_PRELOAD");
+  LaunchParse parse = parse_run_arguments(args, library, preload ? preload : "");
+  if (!parse.ok()) {
+    std::fprintf(stderr, "%s\n", parse.error.c_str());
+    return 2;
+  }
+  if (std::string error = check_configuration(parse.plan); !error.empty()) {
+    std::fprintf(stderr, "%s\n", error.c_str());
+    return 2;
+  }
+  for (const auto& [name, value] : parse.plan.environment) setenv(name.c_str(), value.c_str(), 1);
+  std::vector<char*> argv;
+  for (auto& word : parse.plan.command) argv.push_back(word.data());
+  argv.push_back(nullptr);
+  execvp(argv[0], argv.data());
+  std::fprintf(stderr, "appendguard run: cannot run '%s': %s\n", argv[0], std::strerror(errno));
+  return errno == ENOENT ? 127 : 126;
+}
+
+// Runs inside the preloaded library (started by doctor): a backward write to a guarded file must be
+// refused, an append accepted.
+int self_test(const std::string& dir) {
+  std::string path = dir + "/selftest.safetensors";
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) return 3;
+  bool appended = write(fd, "abcd", 4) == 4;
+  lseek(fd, 0, SEEK_SET);
+  bool refused = write(fd, "x", 1) < 0 && errno == EOPNOTSUPP;
+  close(fd);
+  unlink(path.c_str());
+  return appended && refused ? 0 : 4;
+}
+
+int doctor(const std::vector<std::string>& args) {
+  int problems = 0;
+  std::string library = find_library();
+  if (library.empty() || !is_file(library)) {
+    std::printf("library:        NOT FOUND (set APPENDGUARD_LIBRARY)\n");
+    return 1;
+  }
+  std::printf("library:        %s\n", library.c_str());
+  LaunchParse parse = parse_run_arguments({"--", "true"}, library, "");
+  if (std::string error = check_configuration(parse.plan); !error.empty()) {
+    std::printf("configuration:  %s\n", error.c_str());
+    ++problems;
+  } else {
+    std::printf("configuration:  valid\n");
+  }
+  char dir_template[] = "/tmp/appendguard-doctor-XXXXXX";
+  const char* dir = mkdtemp(dir_template);
+  pid_t child = dir ? fork() : -1;
+  if (child == 0) {
+    setenv("LD_PRELOAD", library.c_str(), 1);
+    setenv("APPENDGUARD", "1", 1);
+    setenv("APPENDGUARD_PATHS", "*.safetensors", 1);
+    setenv("APPENDGUARD_LOG", "/dev/null", 1);
+    std::string exe = self_path();
+    execl(exe.c_str(), exe.c_str(), "__self-test", dir, static_cast<char*>(nullptr));
+    _exit(5);
+  }
+  int status = 0;
+  if (child > 0) waitpid(child, &status, 0);
+  if (dir) rmdir(dir);
+  bool works = child > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  std::printf("interposition:  %s\n", works ? "works (a backward write to a guarded file was refused)"
+                                            : "FAILED (LD_PRELOAD did not take effect here)");
+  if (!works) ++problems;
+  if (!args.empty()) {
+    std::string path = find_in_path(args[0]);
+    BinaryCheck check = path.empty() ? BinaryCheck{BinaryKind::kUnreadable, "not found in PATH"} : check_binary(path);
+    std::printf("command:        %s: %s%s%s\n", path.empty() ? args[0].c_str() : path.c_str(), describe(check.kind),
+                check.detail.empty() ? "" : ": ", check.detail.c_str());
+    if (check.kind == BinaryKind::kScript) {
+      std::string interpreter = check.detail.substr(0, check.detail.find(' '));
+      while (!interpreter.empty() && interpreter[0] == ' ') interpreter.erase(0, 1);
+      BinaryCheck inner = check_binary(interpreter);
+      std::printf("interpreter:    %s: %s\n", interpreter.c_str(), describe(inner.kind));
+      if (inner.kind != BinaryKind::kDynamic) ++problems;
+    } else if (check.kind != BinaryKind::kDynamic) {
+      ++problems;
+    }
+  }
+  std::printf("%s\n", problems ? "appendguard doctor: problems found" : "appendguard doctor: all good");
+  return problems ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::fputs(kUsage, args.empty() ? stderr : stdout);
+    return args.empty() ? 2 : 0;
+  }
+  std::string command = args[0];
+  args.erase(args.begin());
+  if (command == "--version") {
+    std::printf("appendguard 0.1.0\n");
+    return 0;
+  }
+  if (command == "run") return run(args);
+  if (command == "doctor") return doctor(args);
+  if (command == "__self-test" && args.size() == 1) return self_test(args[0]);
+  std::fprintf(stderr, "appendguard: unknown command '%s': accepted: run, doctor, --help, --version\n",
+               command.c_str());
+  return 2;
+}

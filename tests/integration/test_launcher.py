@@ -1,0 +1,69 @@
+"""The `appendguard` launcher: run and doctor."""
+import os
+import unittest
+
+import subprocess
+
+from harness import PYTHON, TempDirTest, child_env, program, read_bytes, results, violations
+
+LAUNCHER = os.environ.get("APPENDGUARD_LAUNCHER", "")
+
+
+def launch(*args, **variables):
+    env = child_env(mode=None, preload=False, **variables)
+    return subprocess.run([LAUNCHER, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          timeout=60)
+
+
+class LauncherTest(TempDirTest):
+    def test_run_enforces(self):
+        path = self.path("x.safetensors")
+        proc = launch("run", "--", program("probe"), "backward", path)
+        self.assertOk(proc)
+        self.assertEqual(results(proc.stdout)["write_back"], "-1 errno=EOPNOTSUPP")
+        self.assertEqual(read_bytes(path), b"a" * 100 + b"c" * 5)
+
+    def test_run_audit_with_log_and_paths(self):
+        path, log = self.path("x.bin"), self.path("audit.log")
+        proc = launch("run", "--audit", "--paths", "*.bin", "--log", log, program("probe"), "backward", path)
+        self.assertOk(proc)
+        self.assertEqual(results(proc.stdout)["write_back"], "5")
+        with open(log) as f:
+            self.assertEqual(len(violations(f.read())), 2)
+
+    def test_run_keeps_an_existing_preload(self):
+        proc = launch("run", "--", PYTHON, "-c", "import os; print(os.environ['LD_PRELOAD'])", LD_PRELOAD="libm.so.6")
+        self.assertOk(proc)
+        self.assertTrue(proc.stdout.strip().endswith("libappendguard.so:libm.so.6"), proc.stdout)
+
+    def test_bad_input_is_one_line_and_status_2(self):
+        for args in (["run", "--paths", "[x", "--", "true"], ["run", "--bogus", "--", "true"], ["run"], ["frobnicate"],
+                     ["run", "--on-violation", "maybe", "--", "true"]):
+            with self.subTest(args=args):
+                proc = launch(*args)
+                self.assertEqual(proc.returncode, 2)
+                self.assertEqual(len(proc.stderr.splitlines()), 1, proc.stderr)
+
+    def test_missing_command_is_127(self):
+        proc = launch("run", "--", "/nonexistent/cmd")
+        self.assertEqual(proc.returncode, 127)
+        self.assertIn("cannot run '/nonexistent/cmd'", proc.stderr)
+
+    def test_doctor(self):
+        proc = launch("doctor", program("probe"))
+        self.assertOk(proc)
+        self.assertIn("interposition:  works", proc.stdout)
+        self.assertIn("dynamically linked: covered", proc.stdout)
+        self.assertIn("all good", proc.stdout)
+
+    def test_doctor_flags_static_binaries(self):
+        static = program("static_probe")
+        if not os.path.exists(static):
+            self.fail("static_probe was not built")
+        proc = launch("doctor", static)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("statically linked: NOT covered", proc.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
