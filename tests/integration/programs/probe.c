@@ -351,6 +351,16 @@ static int case_openat(const char* dir, const char* name) {
   return 0;
 }
 
+static int case_inherited(const char* fd_text) {
+  int fd = atoi(fd_text);
+  char buf[10];
+  fill(buf, sizeof buf, 'i');
+  show("write", write(fd, buf, sizeof buf));
+  show("seek0", lseek(fd, 0, SEEK_SET));
+  show("write_back", write(fd, buf, 1));
+  return 0;
+}
+
 static int case_missing(const char* path) {
   show("open_rw_missing", open(path, O_RDWR));
   return 0;
@@ -379,6 +389,7 @@ int main(int argc, char** argv) {
   if (!strcmp(c, "culprit")) return case_culprit(argv[2]);
   if (!strcmp(c, "openat") && argc > 3) return case_openat(argv[2], argv[3]);
   if (!strcmp(c, "missing")) return case_missing(argv[2]);
+  if (!strcmp(c, "inherited")) return case_inherited(argv[2]);
   fprintf(stderr, "probe: unknown case %s\n", c);
   return 2;
 }

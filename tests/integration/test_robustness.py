@@ -1,0 +1,71 @@
+"""Calls at awkward times: before our constructor, after exit, in signal handlers, around fork/vfork/exec."""
+import os
+import subprocess
+import unittest
+
+from harness import PYTHON, TempDirTest, child_env, program, read_bytes, results, run, script, violations
+
+
+class RobustnessTest(TempDirTest):
+    def test_another_librarys_constructor_is_guarded(self):
+        path = self.path("early.safetensors")
+        proc = run([program("early_main")], EARLY_PATH=path)
+        self.assertOk(proc)
+        r = results(proc.stdout)
+        self.assertEqual(r["early_append"], "10")
+        self.assertEqual(r["early_backward"], "-1")
+        self.assertEqual(read_bytes(path), b"0123456789")
+        self.assertEqual(len(violations(proc.stderr)), 1)
+
+    def test_static_destructors_atexit_and_signal_handlers_are_guarded(self):
+        path = self.path("late.safetensors")
+        proc = run([program("late_writes"), path])
+        self.assertOk(proc)
+        r = results(proc.stdout)
+        self.assertEqual(r["main_append"], "10 errno=0")
+        self.assertEqual(r["signal_append"], "1 errno=0")
+        self.assertEqual(r["signal_backward"], "-1 errno=95")
+        self.assertEqual(r["atexit"], "-1 errno=95")
+        self.assertEqual(r["static_destructor"], "-1 errno=95")
+        self.assertEqual(read_bytes(path), b"0123456789s")
+        self.assertEqual(len(violations(proc.stderr)), 3)
+        # Inside the signal handler the report must not allocate: no demangling, no Python stack.
+        self.assertIn("native stack", proc.stderr)
+
+    def test_inherited_descriptor_is_adopted_across_exec(self):
+        path = self.path("inherited.safetensors")
+        # The shell (not preloaded) opens fd 3 truncating; the preloaded probe inherits it.
+        proc = subprocess.run(["sh", "-c", f'exec "$0" inherited 3 3>"{path}"', program("probe")],
+                              env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertOk(proc)
+        r = results(proc.stdout)
+        self.assertEqual(r["write"], "10")
+        self.assertEqual(r["write_back"], "-1 errno=EOPNOTSUPP")
+        self.assertIn("opened: (inherited)", proc.stderr)
+        self.assertEqual(read_bytes(path), b"i" * 10)
+
+    def test_spawning_a_child_does_not_drop_our_tracking(self):
+        path = self.path("spawn.safetensors")
+        proc = run([PYTHON, script("spawn_while_writing.py"), path])
+        self.assertOk(proc)
+        r = results(proc.stdout)
+        self.assertEqual(r["write_back"], "EOPNOTSUPP")
+        self.assertEqual(r["write_end"], "1")
+        self.assertEqual(read_bytes(path), b"x" * 10 + b"z")
+
+    def test_unknown_descriptors_and_null_paths_get_libc_answers(self):
+        code = ("import ctypes, os\n"
+                "libc = ctypes.CDLL(None, use_errno=True)\n"
+                "print('write_badfd=%d errno=%d' % (libc.write(12345, b'x', 1), ctypes.get_errno()))\n"
+                "print('open_null=%d errno=%d' % (libc.open(None, os.O_RDWR), ctypes.get_errno()))\n"
+                "print('lseek_badfd=%d errno=%d' % (libc.lseek(-1, 0, 0), ctypes.get_errno()))\n")
+        proc = run([PYTHON, "-c", code])
+        self.assertOk(proc)
+        r = results(proc.stdout)
+        self.assertEqual(r["write_badfd"], "-1 errno=9")
+        self.assertEqual(r["open_null"], "-1 errno=14")
+        self.assertEqual(r["lseek_badfd"], "-1 errno=9")
+
+
+if __name__ == "__main__":
+    unittest.main()
