@@ -7,15 +7,15 @@
 
 using namespace appendguard;
 
-APPENDGUARD_HOOK off_t lseek(int fd, off_t offset, int whence) {
+APPENDGUARD_FD_HOOK(off_t, lseek, fd, (int fd, off_t offset, int whence), (fd, offset, whence)) {
   Description* d = tracked_description(fd);
-  if (__builtin_expect(!d, 1)) return real_lseek(fd, offset, whence);
+  if (!d) return real_lseek(fd, offset, whence);
   return guarded_seek("lseek", fd, d, offset, whence, [&] { return real_lseek(fd, offset, whence); });
 }
 
-APPENDGUARD_HOOK off64_t lseek64(int fd, off64_t offset, int whence) {
+APPENDGUARD_FD_HOOK(off64_t, lseek64, fd, (int fd, off64_t offset, int whence), (fd, offset, whence)) {
   Description* d = tracked_description(fd);
-  if (__builtin_expect(!d, 1)) return real_lseek64(fd, offset, whence);
+  if (!d) return real_lseek64(fd, offset, whence);
   return guarded_seek("lseek64", fd, d, offset, whence, [&] { return real_lseek64(fd, offset, whence); });
 }
 

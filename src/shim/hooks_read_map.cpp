@@ -10,48 +10,51 @@ using namespace appendguard;
 namespace {
 
 template <typename Real>
-ssize_t read_hook(const char* operation, int fd, bool moves_position, Real&& real) {
+ssize_t read_and_note(const char* operation, int fd, bool moves_position, Real&& real) {
   Description* d = tracked_description(fd);
   ssize_t result = real();
-  if (__builtin_expect(d != nullptr, 0)) {
-    keep_errno([&](int error) { note_read(operation, fd, d, moves_position, result, error); });
-  }
+  if (d) keep_errno([&](int error) { note_read(operation, fd, d, moves_position, result, error); });
   return result;
 }
 
 }  // namespace
 
-APPENDGUARD_HOOK ssize_t read(int fd, void* buf, size_t count) {
-  return read_hook("read", fd, true, [&] { return real_read(fd, buf, count); });
+APPENDGUARD_FD_HOOK(ssize_t, read, fd, (int fd, void* buf, size_t count), (fd, buf, count)) {
+  return read_and_note("read", fd, true, [&] { return real_read(fd, buf, count); });
 }
 
-APPENDGUARD_HOOK ssize_t pread(int fd, void* buf, size_t count, off_t offset) {
-  return read_hook("pread", fd, false, [&] { return real_pread(fd, buf, count, offset); });
+APPENDGUARD_FD_HOOK(ssize_t, pread, fd, (int fd, void* buf, size_t count, off_t offset), (fd, buf, count, offset)) {
+  return read_and_note("pread", fd, false, [&] { return real_pread(fd, buf, count, offset); });
 }
 
-APPENDGUARD_HOOK ssize_t pread64(int fd, void* buf, size_t count, off64_t offset) {
-  return read_hook("pread64", fd, false, [&] { return real_pread64(fd, buf, count, offset); });
+APPENDGUARD_FD_HOOK(ssize_t, pread64, fd, (int fd, void* buf, size_t count, off64_t offset),
+                    (fd, buf, count, offset)) {
+  return read_and_note("pread64", fd, false, [&] { return real_pread64(fd, buf, count, offset); });
 }
 
-APPENDGUARD_HOOK ssize_t readv(int fd, const iovec* iov, int iovcnt) {
-  return read_hook("readv", fd, true, [&] { return real_readv(fd, iov, iovcnt); });
+APPENDGUARD_FD_HOOK(ssize_t, readv, fd, (int fd, const iovec* iov, int iovcnt), (fd, iov, iovcnt)) {
+  return read_and_note("readv", fd, true, [&] { return real_readv(fd, iov, iovcnt); });
 }
 
-APPENDGUARD_HOOK ssize_t preadv(int fd, const iovec* iov, int iovcnt, off_t offset) {
-  return read_hook("preadv", fd, false, [&] { return real_preadv(fd, iov, iovcnt, offset); });
+APPENDGUARD_FD_HOOK(ssize_t, preadv, fd, (int fd, const iovec* iov, int iovcnt, off_t offset),
+                    (fd, iov, iovcnt, offset)) {
+  return read_and_note("preadv", fd, false, [&] { return real_preadv(fd, iov, iovcnt, offset); });
 }
 
-APPENDGUARD_HOOK ssize_t preadv64(int fd, const iovec* iov, int iovcnt, off64_t offset) {
-  return read_hook("preadv64", fd, false, [&] { return real_preadv64(fd, iov, iovcnt, offset); });
+APPENDGUARD_FD_HOOK(ssize_t, preadv64, fd, (int fd, const iovec* iov, int iovcnt, off64_t offset),
+                    (fd, iov, iovcnt, offset)) {
+  return read_and_note("preadv64", fd, false, [&] { return real_preadv64(fd, iov, iovcnt, offset); });
 }
 
-APPENDGUARD_HOOK ssize_t preadv2(int fd, const iovec* iov, int iovcnt, off_t offset, int flags) {
-  return read_hook("preadv2", fd, offset == -1, [&] { return real_preadv2(fd, iov, iovcnt, offset, flags); });
+APPENDGUARD_FD_HOOK(ssize_t, preadv2, fd, (int fd, const iovec* iov, int iovcnt, off_t offset, int flags),
+                    (fd, iov, iovcnt, offset, flags)) {
+  return read_and_note("preadv2", fd, offset == -1, [&] { return real_preadv2(fd, iov, iovcnt, offset, flags); });
 }
 
-APPENDGUARD_HOOK ssize_t preadv64v2(int fd, const iovec* iov, int iovcnt, off64_t offset, int flags) {
-  return read_hook("preadv64v2", fd, offset == -1,
-                   [&] { return real_preadv64v2(fd, iov, iovcnt, offset, flags); });
+APPENDGUARD_FD_HOOK(ssize_t, preadv64v2, fd, (int fd, const iovec* iov, int iovcnt, off64_t offset, int flags),
+                    (fd, iov, iovcnt, offset, flags)) {
+  return read_and_note("preadv64v2", fd, offset == -1,
+                       [&] { return real_preadv64v2(fd, iov, iovcnt, offset, flags); });
 }
 
 namespace {

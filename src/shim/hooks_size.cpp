@@ -20,15 +20,15 @@ int truncate_hook(const char* operation, const char* path, off64_t length, Real&
 
 }  // namespace
 
-APPENDGUARD_HOOK int ftruncate(int fd, off_t length) {
+APPENDGUARD_FD_HOOK(int, ftruncate, fd, (int fd, off_t length), (fd, length)) {
   Description* d = tracked_description(fd);
-  if (__builtin_expect(!d, 1)) return real_ftruncate(fd, length);
+  if (!d) return real_ftruncate(fd, length);
   return guarded_resize("ftruncate", fd, d, truncation(length), [&] { return real_ftruncate(fd, length); });
 }
 
-APPENDGUARD_HOOK int ftruncate64(int fd, off64_t length) {
+APPENDGUARD_FD_HOOK(int, ftruncate64, fd, (int fd, off64_t length), (fd, length)) {
   Description* d = tracked_description(fd);
-  if (__builtin_expect(!d, 1)) return real_ftruncate64(fd, length);
+  if (!d) return real_ftruncate64(fd, length);
   return guarded_resize("ftruncate64", fd, d, truncation(length), [&] { return real_ftruncate64(fd, length); });
 }
 
@@ -40,30 +40,26 @@ APPENDGUARD_HOOK int truncate64(const char* path, off64_t length) {
   return truncate_hook("truncate64", path, length, [&] { return real_truncate64(path, length); });
 }
 
-APPENDGUARD_HOOK int fallocate(int fd, int mode, off_t offset, off_t length) {
+APPENDGUARD_FD_HOOK(int, fallocate, fd, (int fd, int mode, off_t offset, off_t length), (fd, mode, offset, length)) {
   Description* d = tracked_description(fd);
-  if (__builtin_expect(!d, 1)) return real_fallocate(fd, mode, offset, length);
-  return guarded_resize("fallocate", fd, d, allocation(mode, offset, length, false),
-                        [&] { return real_fallocate(fd, mode, offset, length); });
+  if (!d) return real_fallocate(fd, mode, offset, length);
+  return guarded_resize("fallocate", fd, d, allocation(mode, offset, length, false), [&] { return real_fallocate(fd, mode, offset, length); });
 }
 
-APPENDGUARD_HOOK int fallocate64(int fd, int mode, off64_t offset, off64_t length) {
+APPENDGUARD_FD_HOOK(int, fallocate64, fd, (int fd, int mode, off64_t offset, off64_t length), (fd, mode, offset, length)) {
   Description* d = tracked_description(fd);
-  if (__builtin_expect(!d, 1)) return real_fallocate64(fd, mode, offset, length);
-  return guarded_resize("fallocate64", fd, d, allocation(mode, offset, length, false),
-                        [&] { return real_fallocate64(fd, mode, offset, length); });
+  if (!d) return real_fallocate64(fd, mode, offset, length);
+  return guarded_resize("fallocate64", fd, d, allocation(mode, offset, length, false), [&] { return real_fallocate64(fd, mode, offset, length); });
 }
 
-APPENDGUARD_HOOK int posix_fallocate(int fd, off_t offset, off_t length) {
+APPENDGUARD_FD_HOOK(int, posix_fallocate, fd, (int fd, off_t offset, off_t length), (fd, offset, length)) {
   Description* d = tracked_description(fd);
-  if (__builtin_expect(!d, 1)) return real_posix_fallocate(fd, offset, length);
-  return guarded_resize("posix_fallocate", fd, d, allocation(0, offset, length, true),
-                        [&] { return real_posix_fallocate(fd, offset, length); });
+  if (!d) return real_posix_fallocate(fd, offset, length);
+  return guarded_resize("posix_fallocate", fd, d, allocation(0, offset, length, true), [&] { return real_posix_fallocate(fd, offset, length); });
 }
 
-APPENDGUARD_HOOK int posix_fallocate64(int fd, off64_t offset, off64_t length) {
+APPENDGUARD_FD_HOOK(int, posix_fallocate64, fd, (int fd, off64_t offset, off64_t length), (fd, offset, length)) {
   Description* d = tracked_description(fd);
-  if (__builtin_expect(!d, 1)) return real_posix_fallocate64(fd, offset, length);
-  return guarded_resize("posix_fallocate64", fd, d, allocation(0, offset, length, true),
-                        [&] { return real_posix_fallocate64(fd, offset, length); });
+  if (!d) return real_posix_fallocate64(fd, offset, length);
+  return guarded_resize("posix_fallocate64", fd, d, allocation(0, offset, length, true), [&] { return real_posix_fallocate64(fd, offset, length); });
 }

@@ -1,8 +1,6 @@
-// The write family. Untracked descriptors cost one array load before the real call.
+// The write family. Untracked descriptors cost one table load before the real call.
 #include <sys/sendfile.h>
 #include <sys/uio.h>
-
-#include <limits>
 
 #include "shim/hook.h"
 
@@ -46,93 +44,105 @@ bool copies_by_write(const Description* d) { return g_config->mode == Mode::kEnf
 
 }  // namespace
 
-APPENDGUARD_HOOK ssize_t write(int fd, const void* buf, size_t count) {
+APPENDGUARD_FD_HOOK(ssize_t, write, fd, (int fd, const void* buf, size_t count), (fd, buf, count)) {
   Description* d = tracked_description(fd);
-  if (__builtin_expect(!d, 1)) return real_write(fd, buf, count);
+  if (!d) return real_write(fd, buf, count);
   return guarded_write("write", fd, d, at_position(count), [&] { return real_write(fd, buf, count); });
 }
 
-APPENDGUARD_HOOK ssize_t pwrite(int fd, const void* buf, size_t count, off_t offset) {
+APPENDGUARD_FD_HOOK(ssize_t, pwrite, fd, (int fd, const void* buf, size_t count, off_t offset),
+                    (fd, buf, count, offset)) {
   Description* d = tracked_description(fd);
-  if (__builtin_expect(!d, 1)) return real_pwrite(fd, buf, count, offset);
+  if (!d) return real_pwrite(fd, buf, count, offset);
   return guarded_write("pwrite", fd, d, at_offset(count, offset),
                        [&] { return real_pwrite(fd, buf, count, offset); });
 }
 
-APPENDGUARD_HOOK ssize_t pwrite64(int fd, const void* buf, size_t count, off64_t offset) {
+APPENDGUARD_FD_HOOK(ssize_t, pwrite64, fd, (int fd, const void* buf, size_t count, off64_t offset),
+                    (fd, buf, count, offset)) {
   Description* d = tracked_description(fd);
-  if (__builtin_expect(!d, 1)) return real_pwrite64(fd, buf, count, offset);
+  if (!d) return real_pwrite64(fd, buf, count, offset);
   return guarded_write("pwrite64", fd, d, at_offset(count, offset),
                        [&] { return real_pwrite64(fd, buf, count, offset); });
 }
 
-APPENDGUARD_HOOK ssize_t writev(int fd, const iovec* iov, int iovcnt) {
+APPENDGUARD_FD_HOOK(ssize_t, writev, fd, (int fd, const iovec* iov, int iovcnt), (fd, iov, iovcnt)) {
   Description* d = tracked_description(fd);
-  if (__builtin_expect(!d, 1)) return real_writev(fd, iov, iovcnt);
+  if (!d) return real_writev(fd, iov, iovcnt);
   return guarded_write("writev", fd, d, at_position(iov_total(iov, iovcnt)),
                        [&] { return real_writev(fd, iov, iovcnt); });
 }
 
-APPENDGUARD_HOOK ssize_t pwritev(int fd, const iovec* iov, int iovcnt, off_t offset) {
+APPENDGUARD_FD_HOOK(ssize_t, pwritev, fd, (int fd, const iovec* iov, int iovcnt, off_t offset),
+                    (fd, iov, iovcnt, offset)) {
   Description* d = tracked_description(fd);
-  if (__builtin_expect(!d, 1)) return real_pwritev(fd, iov, iovcnt, offset);
+  if (!d) return real_pwritev(fd, iov, iovcnt, offset);
   return guarded_write("pwritev", fd, d, at_offset(iov_total(iov, iovcnt), offset),
                        [&] { return real_pwritev(fd, iov, iovcnt, offset); });
 }
 
-APPENDGUARD_HOOK ssize_t pwritev64(int fd, const iovec* iov, int iovcnt, off64_t offset) {
+APPENDGUARD_FD_HOOK(ssize_t, pwritev64, fd, (int fd, const iovec* iov, int iovcnt, off64_t offset),
+                    (fd, iov, iovcnt, offset)) {
   Description* d = tracked_description(fd);
-  if (__builtin_expect(!d, 1)) return real_pwritev64(fd, iov, iovcnt, offset);
+  if (!d) return real_pwritev64(fd, iov, iovcnt, offset);
   return guarded_write("pwritev64", fd, d, at_offset(iov_total(iov, iovcnt), offset),
                        [&] { return real_pwritev64(fd, iov, iovcnt, offset); });
 }
 
-APPENDGUARD_HOOK ssize_t pwritev2(int fd, const iovec* iov, int iovcnt, off_t offset, int flags) {
+APPENDGUARD_FD_HOOK(ssize_t, pwritev2, fd, (int fd, const iovec* iov, int iovcnt, off_t offset, int flags),
+                    (fd, iov, iovcnt, offset, flags)) {
   Description* d = tracked_description(fd);
-  if (__builtin_expect(!d, 1)) return real_pwritev2(fd, iov, iovcnt, offset, flags);
+  if (!d) return real_pwritev2(fd, iov, iovcnt, offset, flags);
   return guarded_write("pwritev2", fd, d, for_pwritev2(iov_total(iov, iovcnt), offset, flags),
                        [&] { return real_pwritev2(fd, iov, iovcnt, offset, flags); });
 }
 
-APPENDGUARD_HOOK ssize_t pwritev64v2(int fd, const iovec* iov, int iovcnt, off64_t offset, int flags) {
+APPENDGUARD_FD_HOOK(ssize_t, pwritev64v2, fd, (int fd, const iovec* iov, int iovcnt, off64_t offset, int flags),
+                    (fd, iov, iovcnt, offset, flags)) {
   Description* d = tracked_description(fd);
-  if (__builtin_expect(!d, 1)) return real_pwritev64v2(fd, iov, iovcnt, offset, flags);
+  if (!d) return real_pwritev64v2(fd, iov, iovcnt, offset, flags);
   return guarded_write("pwritev64v2", fd, d, for_pwritev2(iov_total(iov, iovcnt), offset, flags),
                        [&] { return real_pwritev64v2(fd, iov, iovcnt, offset, flags); });
 }
 
-APPENDGUARD_HOOK ssize_t sendfile(int out_fd, int in_fd, off_t* offset, size_t count) {
+APPENDGUARD_FD_HOOK(ssize_t, sendfile, out_fd, (int out_fd, int in_fd, off_t* offset, size_t count),
+                    (out_fd, in_fd, offset, count)) {
   Description* d = tracked_description(out_fd);
-  if (__builtin_expect(!d, 1)) return real_sendfile(out_fd, in_fd, offset, count);
+  if (!d) return real_sendfile(out_fd, in_fd, offset, count);
   return guarded_write("sendfile", out_fd, d, at_position(count), [&]() -> ssize_t {
     if (copies_by_write(d)) return copy_by_write(in_fd, offset, out_fd, nullptr, count);
     return real_sendfile(out_fd, in_fd, offset, count);
   });
 }
 
-APPENDGUARD_HOOK ssize_t sendfile64(int out_fd, int in_fd, off64_t* offset, size_t count) {
+APPENDGUARD_FD_HOOK(ssize_t, sendfile64, out_fd, (int out_fd, int in_fd, off64_t* offset, size_t count),
+                    (out_fd, in_fd, offset, count)) {
   Description* d = tracked_description(out_fd);
-  if (__builtin_expect(!d, 1)) return real_sendfile64(out_fd, in_fd, offset, count);
+  if (!d) return real_sendfile64(out_fd, in_fd, offset, count);
   return guarded_write("sendfile64", out_fd, d, at_position(count), [&]() -> ssize_t {
     if (copies_by_write(d)) return copy_by_write(in_fd, offset, out_fd, nullptr, count);
     return real_sendfile64(out_fd, in_fd, offset, count);
   });
 }
 
-APPENDGUARD_HOOK ssize_t copy_file_range(int in_fd, off64_t* in_offset, int out_fd, off64_t* out_offset,
-                                         size_t count, unsigned int flags) {
+APPENDGUARD_FD_HOOK(ssize_t, copy_file_range, out_fd,
+                    (int in_fd, off64_t* in_offset, int out_fd, off64_t* out_offset, size_t count,
+                     unsigned int flags),
+                    (in_fd, in_offset, out_fd, out_offset, count, flags)) {
   Description* d = tracked_description(out_fd);
-  if (__builtin_expect(!d, 1)) return real_copy_file_range(in_fd, in_offset, out_fd, out_offset, count, flags);
+  if (!d) return real_copy_file_range(in_fd, in_offset, out_fd, out_offset, count, flags);
   return guarded_write("copy_file_range", out_fd, d, for_copy(count, out_offset), [&]() -> ssize_t {
     if (copies_by_write(d)) return copy_by_write(in_fd, in_offset, out_fd, out_offset, count);
     return real_copy_file_range(in_fd, in_offset, out_fd, out_offset, count, flags);
   });
 }
 
-APPENDGUARD_HOOK ssize_t splice(int in_fd, off64_t* in_offset, int out_fd, off64_t* out_offset, size_t count,
-                                unsigned int flags) {
+APPENDGUARD_FD_HOOK(ssize_t, splice, out_fd,
+                    (int in_fd, off64_t* in_offset, int out_fd, off64_t* out_offset, size_t count,
+                     unsigned int flags),
+                    (in_fd, in_offset, out_fd, out_offset, count, flags)) {
   Description* d = tracked_description(out_fd);
-  if (__builtin_expect(!d, 1)) return real_splice(in_fd, in_offset, out_fd, out_offset, count, flags);
+  if (!d) return real_splice(in_fd, in_offset, out_fd, out_offset, count, flags);
   return guarded_write("splice", out_fd, d, for_copy(count, out_offset), [&]() -> ssize_t {
     if (copies_by_write(d)) return copy_by_write(in_fd, in_offset, out_fd, out_offset, count);
     return real_splice(in_fd, in_offset, out_fd, out_offset, count, flags);

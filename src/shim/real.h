@@ -16,7 +16,8 @@ class RealFunction {
   template <typename... Args>
   auto operator()(Args... args) const {
     Fn* fn = fn_.load(std::memory_order_relaxed);
-    if (__builtin_expect(fn == nullptr, 0)) fn = resolve();
+    // Both branches are tail calls, so a hook's untracked path saves no registers.
+    if (__builtin_expect(fn == nullptr, 0)) return resolve_and_call(args...);
     return fn(args...);
   }
   Fn* get() const {
@@ -25,6 +26,11 @@ class RealFunction {
   }
 
  private:
+  template <typename... Args>
+  __attribute__((noinline, cold)) auto resolve_and_call(Args... args) const {
+    return resolve()(args...);
+  }
+
   Fn* resolve() const {
     Fn* fn = reinterpret_cast<Fn*>(dlsym(RTLD_NEXT, name_));
     fn_.store(fn, std::memory_order_relaxed);
