@@ -85,3 +85,23 @@ APPENDGUARD_REAL(mmap64);
 }  // namespace appendguard
 
 #pragma GCC diagnostic pop
+
+// ---------------------------------------------------------------- stdio (hooks_stdio.cpp)
+extern "C" int __vdprintf_chk(int fd, int flag, const char* format, va_list args);
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wignored-attributes"
+
+namespace appendguard {
+
+APPENDGUARD_REAL(fopen);
+APPENDGUARD_REAL(fopen64);
+APPENDGUARD_REAL(freopen);
+APPENDGUARD_REAL(freopen64);
+APPENDGUARD_REAL(fdopen);
+APPENDGUARD_REAL(vdprintf);
+APPENDGUARD_REAL(__vdprintf_chk);
+
+}  // namespace appendguard
+
+#pragma GCC diagnostic pop

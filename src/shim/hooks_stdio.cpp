@@ -1,0 +1,251 @@
+// stdio on guarded files: fopen, fopen64, fdopen and freopen, and dprintf to guarded descriptors. glibc's
+// streams do their I/O through internal aliases that no hook sees, so guarded files get streams of our
+// own (cookie_stream.h); every other stream is glibc's, untouched. Untracked streams cost nothing: there
+// is no hook on fwrite, putc, fflush or fileno.
+#include <stdarg.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "core/fopen_mode.h"
+#include "shim/cookie_stream.h"
+#include "shim/hook.h"
+
+using namespace appendguard;
+
+namespace {
+
+bool stdio_hooks_off() {
+  return current_mode() == Mode::kOff || InternalScope::active();
+}
+
+// What glibc's fopen would open, with the flags decide_open chose. Tracked (or traced) by finish_open.
+int open_for_stream(const OpenRequest& request, const OpenDecision& decision) {
+  int fd = real_open64(request.path, decision.flags, 0666);
+  if (!decision.guarded && !decision.trace_only) return fd;
+  return finish_open(request, decision, fd);
+}
+
+FILE* stream_over(int fd, const FopenMode& mode) {
+  if (fd < 0) return nullptr;
+  FILE* stream = open_cookie_stream(fd, mode);
+  if (!stream) {
+    keep_errno([&](int) {
+      note_close(fd);
+      real_close(fd);
+    });
+  }
+  return stream;
+}
+
+bool missing(const char* path) {
+  struct stat64 st;
+  return stat64(path, &st) != 0 && errno == ENOENT;
+}
+
+// A stream glibc opens itself (freopen keeps its FILE; ",ccs=" needs glibc's wide streams): enforce
+// mode hands it a write-only append mode string and the descriptor is tracked. Its stdio writes reach the
+// kernel unchecked, always at the end of file (O_APPEND); see docs/stdio.md.
+template <typename Real>
+FILE* open_by_glibc(const OpenRequest& request, OpenDecision& decision, const char* mode, Real&& real) {
+  char rewritten[64];
+  const char* used = mode;
+  if (current_mode() == Mode::kEnforce && rewrite_fopen_mode(mode, rewritten, sizeof rewritten)) {
+    // "a" would create a missing file: "r+" keeps its own mode there and glibc fails it with ENOENT.
+    if (!(mode[0] == 'r' && missing(decision.path))) used = rewritten;
+  }
+  decision.flags = parse_fopen_mode(used).flags;
+  FILE* stream = real(used);
+  int fd = finish_open(request, decision, stream ? fileno(stream) : -1);
+  if (stream && fd < 0) {
+    keep_errno([&](int) {
+      stream->_fileno = -1;  // finish_open closed it already
+      fclose(stream);
+    });
+    return nullptr;
+  }
+  return stream;
+}
+
+template <typename Real>
+FILE* fopen_hook(const char* function, const char* path, const char* mode, Real&& real) {
+  if (__builtin_expect(stdio_hooks_off(), 1)) return real(path, mode);
+  FopenMode parsed = parse_fopen_mode(mode);
+  if (!parsed.valid || !path) return real(path, mode);
+  OpenRequest request{function, AT_FDCWD, path, parsed.flags};
+  OpenDecision decision;
+  decide_open(request, decision);
+  if (!decision.guarded && !decision.trace_only) return real(path, mode);
+  if (decision.trace_only || parsed.has_ccs) {
+    return open_by_glibc(request, decision, mode, [&](const char* m) { return real(path, m); });
+  }
+  return stream_over(open_for_stream(request, decision), parsed);
+}
+
+// freopen(NULL, mode, stream) reopens the stream's own file.
+bool path_of_descriptor(int fd, char* out) {
+  if (Description* d = g_files.lookup(fd)) {
+    std::snprintf(out, kMaxPath, "%s", d->path);
+    return true;
+  }
+  char link[32];
+  std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  ssize_t n = readlink(link, out, kMaxPath - 1);
+  if (n <= 0) return false;
+  out[n] = '\0';
+  return true;
+}
+
+template <typename Real>
+FILE* freopen_hook(const char* function, const char* path, const char* mode, FILE* stream, Real&& real) {
+  if (__builtin_expect(stdio_hooks_off(), 1)) return real(path, mode, stream);
+  const bool ours = is_cookie_stream(stream);
+  const int old_fd = ours ? cookie_stream_fd(stream) : fileno(stream);
+  const bool old_tracked = g_files.lookup(old_fd) != nullptr;
+  char own_path[kMaxPath];
+  const char* target = path ? path : path_of_descriptor(old_fd, own_path) ? own_path : nullptr;
+  FopenMode parsed = parse_fopen_mode(mode);
+  OpenRequest request{function, AT_FDCWD, target, parsed.flags};
+  OpenDecision decision;
+  if (parsed.valid && target) decide_open(request, decision);
+
+  if (ours) {  // glibc's freopen cannot reopen a cookie stream: we do it
+    StreamCookie* cookie = detach_cookie_stream(stream);
+    if (!parsed.valid || !target) {
+      errno = parsed.valid ? EBADF : EINVAL;
+      return nullptr;
+    }
+    return attach_cookie_stream(cookie, open_for_stream(request, decision), parsed);
+  }
+  if (!old_tracked && !decision.guarded && !decision.trace_only) return real(path, mode, stream);
+  if (old_tracked) {
+    fflush(stream);  // before glibc closes the descriptor behind our back
+    note_close(old_fd);
+  }
+  if (!decision.guarded && !decision.trace_only) return real(path, mode, stream);
+  return open_by_glibc(request, decision, mode, [&](const char* m) { return real(path, m, stream); });
+}
+
+// The program's view of a descriptor we may have made write-only: what it opened, not what we passed on.
+bool mode_fits_descriptor(const FopenMode& mode, const Description* d) {
+  int access = d->site.original_flags & O_ACCMODE;
+  if (mode.reads() && access == O_WRONLY) return false;
+  if (mode.writes() && access == O_RDONLY) return false;
+  return true;
+}
+
+// fdopen "a": the stream appends. glibc sets O_APPEND on the descriptor if it lacks it.
+void make_descriptor_append(int fd, Description* d) {
+  int flags = real_fcntl(fd, F_GETFL);
+  if (flags >= 0 && !(flags & O_APPEND)) {
+    int applied = setfl_flags(d, flags | O_APPEND);
+    note_setfl(d, flags | O_APPEND, applied, real_fcntl(fd, F_SETFL, applied));
+  }
+  if (TrackedFile* file = lock_description(fd, d)) {
+    d->program_appends = true;
+    file->lock.unlock();
+  }
+}
+
+// ---------------------------------------------------------------- dprintf
+
+ssize_t write_all(int fd, const char* text, size_t length) {
+  size_t done = 0;
+  while (done < length) {
+    ssize_t n = real_write(fd, text + done, length - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return done > 0 ? static_cast<ssize_t>(done) : n;
+    done += static_cast<size_t>(n);
+  }
+  return static_cast<ssize_t>(done);
+}
+
+// glibc's dprintf formats into a private stream whose writes no hook sees: format here, write checked.
+int guarded_vdprintf(const char* operation, int fd, Description* d, const char* format, va_list args) {
+  char local[1024];
+  char* text = local;
+  va_list again;
+  va_copy(again, args);
+  int length = std::vsnprintf(local, sizeof local, format, args);
+  if (length >= static_cast<int>(sizeof local)) {
+    text = static_cast<char*>(std::malloc(static_cast<size_t>(length) + 1));
+    if (text) {
+      std::vsnprintf(text, static_cast<size_t>(length) + 1, format, again);
+    } else {
+      errno = ENOMEM;
+      length = -1;
+    }
+  }
+  va_end(again);
+  if (length < 0) return -1;
+  size_t count = static_cast<size_t>(length);
+  ssize_t written = guarded_write(operation, fd, d, WriteRequest{count, false, 0, false, false},
+                                  [&] { return write_all(fd, text, count); });
+  if (text != local) keep_errno([&](int) { std::free(text); });
+  return written == static_cast<ssize_t>(count) ? length : -1;
+}
+
+}  // namespace
+
+APPENDGUARD_HOOK FILE* fopen(const char* path, const char* mode) {
+  return fopen_hook("fopen", path, mode, [](const char* p, const char* m) { return real_fopen(p, m); });
+}
+
+APPENDGUARD_HOOK FILE* fopen64(const char* path, const char* mode) {
+  return fopen_hook("fopen64", path, mode, [](const char* p, const char* m) { return real_fopen64(p, m); });
+}
+
+APPENDGUARD_HOOK FILE* freopen(const char* path, const char* mode, FILE* stream) {
+  return freopen_hook("freopen", path, mode, stream,
+                      [](const char* p, const char* m, FILE* s) { return real_freopen(p, m, s); });
+}
+
+APPENDGUARD_HOOK FILE* freopen64(const char* path, const char* mode, FILE* stream) {
+  return freopen_hook("freopen64", path, mode, stream,
+                      [](const char* p, const char* m, FILE* s) { return real_freopen64(p, m, s); });
+}
+
+APPENDGUARD_HOOK FILE* fdopen(int fd, const char* mode) {
+  Description* d = tracked_description(fd);
+  if (__builtin_expect(!d, 1)) return real_fdopen(fd, mode);
+  FopenMode parsed = parse_fopen_mode(mode);
+  if (!parsed.valid) return real_fdopen(fd, mode);
+  if (!mode_fits_descriptor(parsed, d)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  if (parsed.kind == 'a') make_descriptor_append(fd, d);
+  return open_cookie_stream(fd, parsed);
+}
+
+APPENDGUARD_HOOK int vdprintf(int fd, const char* format, va_list args) {
+  Description* d = tracked_description(fd);
+  if (__builtin_expect(!d, 1)) return real_vdprintf(fd, format, args);
+  return guarded_vdprintf("vdprintf", fd, d, format, args);
+}
+
+APPENDGUARD_HOOK int dprintf(int fd, const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  Description* d = tracked_description(fd);
+  int result = d ? guarded_vdprintf("dprintf", fd, d, format, args) : real_vdprintf(fd, format, args);
+  va_end(args);
+  return result;
+}
+
+// The fortified names (_FORTIFY_SOURCE): `flag` only adds checks of the format that vsnprintf does not
+// need on our path.
+APPENDGUARD_HOOK int __vdprintf_chk(int fd, int flag, const char* format, va_list args) {
+  Description* d = tracked_description(fd);
+  if (__builtin_expect(!d, 1)) return real___vdprintf_chk(fd, flag, format, args);
+  return guarded_vdprintf("__vdprintf_chk", fd, d, format, args);
+}
+
+APPENDGUARD_HOOK int __dprintf_chk(int fd, int flag, const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  Description* d = tracked_description(fd);
+  int result = d ? guarded_vdprintf("__dprintf_chk", fd, d, format, args)
+                 : real___vdprintf_chk(fd, flag, format, args);
+  va_end(args);
+  return result;
+}
