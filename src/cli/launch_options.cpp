@@ -8,8 +8,8 @@ namespace {
 // Options that take a value, and the variable each one sets.
 const std::map<std::string, std::string>& valued_options() {
   static const std::map<std::string, std::string> options = {
-      {"--paths", "APPENDGUARD_PATHS"},   {"--on-violation", "APPENDGUARD_ON_VIOLATION"},
-      {"--errno", "APPENDGUARD_ERRNO"},   {"--log", "APPENDGUARD_LOG"},
+      {"--paths", "APPENDGUARD_PATHS"},         {"--on-violation", "APPENDGUARD_ON_VIOLATION"},
+      {"--errno", "APPENDGUARD_ERRNO"},         {"--log", "APPENDGUARD_LOG"},
       {"--backtrace", "APPENDGUARD_BACKTRACE"},
   };
   return options;
@@ -37,7 +37,8 @@ LaunchParse parse_run_arguments(const std::vector<std::string>& args, const std:
       settings.emplace_back("APPENDGUARD_TRACE", "1");
     } else if (arg == "--no-python-stack") {
       settings.emplace_back("APPENDGUARD_PYTHON_STACK", "0");
-    } else if (auto eq = arg.find('='); arg.rfind("--", 0) == 0 && valued_options().count(arg.substr(0, eq))) {
+    } else if (auto eq = arg.find('=');
+               arg.rfind("--", 0) == 0 && valued_options().count(arg.substr(0, eq))) {
       const std::string& variable = valued_options().at(arg.substr(0, eq));
       if (eq != std::string::npos) {
         settings.emplace_back(variable, arg.substr(eq + 1));

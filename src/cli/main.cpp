@@ -176,9 +176,10 @@ int doctor(const std::vector<std::string>& args) {
   if (!works) ++problems;
   if (!args.empty()) {
     std::string path = find_in_path(args[0]);
-    BinaryCheck check = path.empty() ? BinaryCheck{BinaryKind::kUnreadable, "not found in PATH"} : check_binary(path);
-    std::printf("command:        %s: %s%s%s\n", path.empty() ? args[0].c_str() : path.c_str(), describe(check.kind),
-                check.detail.empty() ? "" : ": ", check.detail.c_str());
+    BinaryCheck check =
+        path.empty() ? BinaryCheck{BinaryKind::kUnreadable, "not found in PATH"} : check_binary(path);
+    std::printf("command:        %s: %s%s%s\n", path.empty() ? args[0].c_str() : path.c_str(),
+                describe(check.kind), check.detail.empty() ? "" : ": ", check.detail.c_str());
     if (check.kind == BinaryKind::kScript) {
       std::string interpreter = check.detail.substr(0, check.detail.find(' '));
       while (!interpreter.empty() && interpreter[0] == ' ') interpreter.erase(0, 1);

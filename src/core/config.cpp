@@ -147,9 +147,10 @@ ConfigResult parse_config(EnvLookup lookup) {
   if (const char* v = get("APPENDGUARD_ERRNO")) {
     config.violation_errno = errno_from_name(v);
     if (config.violation_errno == 0) {
-      result.error = bad_value("APPENDGUARD_ERRNO", v,
-                               "accepted: an errno name such as EOPNOTSUPP, EPERM, EBADF, EINVAL, EIO, ENOSPC, EROFS, "
-                               "or a number from 1 to 4095");
+      result.error =
+          bad_value("APPENDGUARD_ERRNO", v,
+                    "accepted: an errno name such as EOPNOTSUPP, EPERM, EBADF, EINVAL, EIO, ENOSPC, EROFS, "
+                    "or a number from 1 to 4095");
       return result;
     }
   }
@@ -158,15 +159,17 @@ ConfigResult parse_config(EnvLookup lookup) {
   std::string pattern_error = config.paths.compile(paths ? paths : "*.safetensors");
   if (!pattern_error.empty()) {
     result.error = bad_value("APPENDGUARD_PATHS", paths ? paths : "",
-                             pattern_error + "; accepted: colon-separated glob patterns ('*', '?', '[...]', "
-                                             "'**' across directories), e.g. '*.safetensors:/mnt/hdfs/**'");
+                             pattern_error +
+                                 "; accepted: colon-separated glob patterns ('*', '?', '[...]', "
+                                 "'**' across directories), e.g. '*.safetensors:/mnt/hdfs/**'");
     return result;
   }
 
   config.log_target = "stderr";
   if (const char* v = get("APPENDGUARD_LOG")) {
     if (*v == '\0') {
-      result.error = bad_value("APPENDGUARD_LOG", v, "accepted: stderr or a file path (%p pid, %h host, %r rank)");
+      result.error =
+          bad_value("APPENDGUARD_LOG", v, "accepted: stderr or a file path (%p pid, %h host, %r rank)");
       return result;
     }
     config.log_target = v;
@@ -175,7 +178,8 @@ ConfigResult parse_config(EnvLookup lookup) {
   if (const char* v = get("APPENDGUARD_BACKTRACE")) {
     long frames = 0;
     if (!parse_int(v, 256, frames)) {
-      result.error = bad_value("APPENDGUARD_BACKTRACE", v, "accepted: a whole number of frames from 0 (none) to 256");
+      result.error =
+          bad_value("APPENDGUARD_BACKTRACE", v, "accepted: a whole number of frames from 0 (none) to 256");
       return result;
     }
     config.backtrace_frames = static_cast<int>(frames);
@@ -189,7 +193,8 @@ ConfigResult parse_config(EnvLookup lookup) {
   }
   if (const char* v = get("APPENDGUARD_PYTHON_STACK")) {
     if (!parse_bool(v, config.python_stack)) {
-      result.error = bad_value("APPENDGUARD_PYTHON_STACK", v, "accepted: 1, on, yes, true; 0, off, no, false");
+      result.error =
+          bad_value("APPENDGUARD_PYTHON_STACK", v, "accepted: 1, on, yes, true; 0, off, no, false");
       return result;
     }
   }

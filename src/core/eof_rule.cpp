@@ -29,7 +29,8 @@ WriteCheck check_write(const PositionState& state, const WriteRequest& request, 
   return check;
 }
 
-void apply_write(PositionState& state, const WriteRequest& request, uint64_t landing_offset, uint64_t written) {
+void apply_write(PositionState& state, const WriteRequest& request, uint64_t landing_offset,
+                 uint64_t written) {
   uint64_t end = landing_offset + written;
   if (end > state.end_of_file) state.end_of_file = end;
   if (!request.has_offset) state.position = end;

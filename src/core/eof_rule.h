@@ -36,7 +36,8 @@ struct WriteCheck {
 WriteCheck check_write(const PositionState& state, const WriteRequest& request, bool refuse_noappend);
 
 // Advances position and end of file after `written` bytes landed at `landing_offset`.
-void apply_write(PositionState& state, const WriteRequest& request, uint64_t landing_offset, uint64_t written);
+void apply_write(PositionState& state, const WriteRequest& request, uint64_t landing_offset,
+                 uint64_t written);
 
 struct SeekResult {
   off64_t offset = -1;

@@ -26,7 +26,7 @@ struct TrackedFile {
   Lock lock;  // serializes check + write for every description on this file
   dev_t device = 0;
   ino_t inode = 0;
-  uint64_t end_of_file = 0;  // guarded by lock
+  uint64_t end_of_file = 0;   // guarded by lock
   uint32_t descriptions = 0;  // guarded by the table's registry lock
   TrackedFile* next_free = nullptr;
 };
@@ -54,9 +54,7 @@ struct Description {
   char path[kMaxPath] = {};
   Description* next_free = nullptr;
 
-  PositionState snapshot() const {
-    return {position, file->end_of_file, program_appends, kernel_appends};
-  }
+  PositionState snapshot() const { return {position, file->end_of_file, program_appends, kernel_appends}; }
   void store(const PositionState& s) {
     position = s.position;
     file->end_of_file = s.end_of_file;
@@ -107,8 +105,8 @@ class FileTable {
   int highest_fd() const { return highest_fd_.load(std::memory_order_relaxed); }
 
  private:
-  void release_description(Description* d);  // registry_ held
-  void release_file(TrackedFile* file);       // registry_ held
+  void release_description(Description* d);                             // registry_ held
+  void release_file(TrackedFile* file);                                 // registry_ held
   TrackedFile* acquire_file(dev_t device, ino_t inode, uint64_t size);  // registry_ held
 
   Lock registry_;

@@ -104,7 +104,9 @@ std::string validate_glob(std::string_view pattern) {
   return {};
 }
 
-bool glob_match(std::string_view pattern, std::string_view text) { return match_from(pattern, text); }
+bool glob_match(std::string_view pattern, std::string_view text) {
+  return match_from(pattern, text);
+}
 
 namespace {
 
@@ -134,7 +136,8 @@ std::string PatternSet::compile(std::string_view spec) {
   size_t start = 0;
   while (true) {
     size_t colon = spec.find(':', start);
-    std::string_view pattern = spec.substr(start, colon == std::string_view::npos ? spec.npos : colon - start);
+    std::string_view pattern =
+        spec.substr(start, colon == std::string_view::npos ? spec.npos : colon - start);
     std::string error = validate_glob(pattern);
     if (!error.empty()) return error;
     bool full = pattern.find('/') != std::string_view::npos;

@@ -7,7 +7,9 @@
 
 namespace appendguard {
 
-bool is_write_open(int flags) { return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0; }
+bool is_write_open(int flags) {
+  return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0;
+}
 
 int rewrite_open_flags(int flags) {
   if (!is_write_open(flags)) return flags;
@@ -23,11 +25,11 @@ size_t format_open_flags(int flags, char* out, size_t capacity) {
   };
   // Multi-bit flags (O_SYNC includes O_DSYNC, O_TMPFILE includes O_DIRECTORY) come before their parts.
   static constexpr Name kNames[] = {
-      {O_CREAT, "O_CREAT"},       {O_EXCL, "O_EXCL"},         {O_NOCTTY, "O_NOCTTY"},
-      {O_TRUNC, "O_TRUNC"},       {O_APPEND, "O_APPEND"},     {O_NONBLOCK, "O_NONBLOCK"},
-      {O_SYNC, "O_SYNC"},         {O_DSYNC, "O_DSYNC"},       {O_DIRECT, "O_DIRECT"},     {O_NOFOLLOW, "O_NOFOLLOW"},
-      {O_NOATIME, "O_NOATIME"},   {O_CLOEXEC, "O_CLOEXEC"},   {O_PATH, "O_PATH"},
-      {O_LARGEFILE, "O_LARGEFILE"},
+      {O_CREAT, "O_CREAT"},       {O_EXCL, "O_EXCL"},           {O_NOCTTY, "O_NOCTTY"},
+      {O_TRUNC, "O_TRUNC"},       {O_APPEND, "O_APPEND"},       {O_NONBLOCK, "O_NONBLOCK"},
+      {O_SYNC, "O_SYNC"},         {O_DSYNC, "O_DSYNC"},         {O_DIRECT, "O_DIRECT"},
+      {O_NOFOLLOW, "O_NOFOLLOW"}, {O_NOATIME, "O_NOATIME"},     {O_CLOEXEC, "O_CLOEXEC"},
+      {O_PATH, "O_PATH"},         {O_LARGEFILE, "O_LARGEFILE"},
   };
   if (capacity == 0) return 0;
   size_t len = 0;

@@ -102,7 +102,8 @@ int capture_addresses(void** frames, int max_frames, int skip) {
 
 void format_stack(TextBuffer& out, void* const* frames, int count, bool demangle) {
   if (count == 0) {
-    out.add_text(g_loaded.load() ? "    (no frames)\n" : "    (libunwind.so.8 is not installed: no backtrace)\n");
+    out.add_text(g_loaded.load() ? "    (no frames)\n"
+                                 : "    (libunwind.so.8 is not installed: no backtrace)\n");
     return;
   }
   unw_accessors_t* accessors = g_unwinder.get_accessors(*g_unwinder.local_space);
@@ -112,9 +113,9 @@ void format_stack(TextBuffer& out, void* const* frames, int count, bool demangle
     uintptr_t lookup = ip - 1;
     char name[512] = "";
     unw_word_t offset = 0;
-    bool named = accessors && accessors->get_proc_name &&
-                 accessors->get_proc_name(*g_unwinder.local_space, lookup, name, sizeof name, &offset,
-                                          nullptr) == 0;
+    bool named =
+        accessors && accessors->get_proc_name &&
+        accessors->get_proc_name(*g_unwinder.local_space, lookup, name, sizeof name, &offset, nullptr) == 0;
     Dl_info info{};
     bool has_module = dladdr(reinterpret_cast<void*>(lookup), &info) != 0 && info.dli_fname;
     const char* module = has_module ? info.dli_fname : "?";

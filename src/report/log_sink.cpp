@@ -14,9 +14,13 @@
 namespace appendguard {
 namespace {
 
-long raw_write(int fd, const char* data, size_t size) { return syscall(SYS_write, fd, data, size); }
+long raw_write(int fd, const char* data, size_t size) {
+  return syscall(SYS_write, fd, data, size);
+}
 
-bool raw_fstat(int fd, struct stat& st) { return syscall(SYS_fstat, fd, &st) == 0; }
+bool raw_fstat(int fd, struct stat& st) {
+  return syscall(SYS_fstat, fd, &st) == 0;
+}
 
 void write_fully(int fd, std::string_view text) {
   const char* data = text.data();
@@ -32,8 +36,8 @@ void write_fully(int fd, std::string_view text) {
 
 }  // namespace
 
-bool expand_log_path(std::string_view templ, pid_t pid, std::string_view host, std::string_view rank, char* out,
-                     size_t capacity) {
+bool expand_log_path(std::string_view templ, pid_t pid, std::string_view host, std::string_view rank,
+                     char* out, size_t capacity) {
   size_t len = 0;
   auto put = [&](std::string_view s) {
     if (len + s.size() + 1 > capacity) return false;
@@ -93,8 +97,8 @@ int LogSink::descriptor_for_this_process() {
   gethostname(host, sizeof host - 1);
   char path[4096];
   if (!expand_log_path(target_, pid, host, rank_from_environment(), path, sizeof path)) return -1;
-  int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, path,
-                                    O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
+  int fd = static_cast<int>(
+      syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
   if (fd < 0) return -1;
   struct stat st;
   if (!raw_fstat(fd, st)) {

@@ -10,8 +10,8 @@
 namespace appendguard {
 
 // Expands the template into `out` (NUL-terminated). Returns false if it does not fit.
-bool expand_log_path(std::string_view templ, pid_t pid, std::string_view host, std::string_view rank, char* out,
-                     size_t capacity);
+bool expand_log_path(std::string_view templ, pid_t pid, std::string_view host, std::string_view rank,
+                     char* out, size_t capacity);
 
 // RANK, else SLURM_PROCID, else OMPI_COMM_WORLD_RANK, else "0".
 const char* rank_from_environment();

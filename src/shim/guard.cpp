@@ -20,17 +20,14 @@ namespace {
 
 enum ReportOnce : unsigned { kReadReported = 1, kMapReported = 2 };
 
-pid_t gettid_raw() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+pid_t gettid_raw() {
+  return static_cast<pid_t>(syscall(SYS_gettid));
+}
 
 // The directory a relative path is resolved against: the working directory or an openat dirfd.
 bool base_directory(int dirfd, char* out, size_t capacity) {
   if (dirfd == AT_FDCWD) return getcwd(out, capacity) != nullptr;
-  char link[32];
-  std::snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd);
-  ssize_t n = readlink(link, out, capacity - 1);
-  if (n <= 0) return false;
-  out[n] = '\0';
-  return true;
+  return descriptor_path(dirfd, out, capacity);
 }
 
 bool resolve_full_path(int dirfd, const char* path, char* out) {
@@ -44,22 +41,16 @@ void report_open_in_audit(const OpenRequest& request, const OpenDecision& decisi
   int access = request.flags & O_ACCMODE;
   const char* why = nullptr;
   if (access == O_RDWR && decision.existed) {
-    why = "opens an existing file read-write; an append-only mount gives a read stream whose writes fail "
-          "(enforce mode rewrites this open to O_WRONLY|O_APPEND)";
+    why =
+        "opens an existing file read-write; an append-only mount gives a read stream whose writes fail "
+        "(enforce mode rewrites this open to O_WRONLY|O_APPEND)";
   } else if (access == O_WRONLY && !(request.flags & (O_APPEND | O_TRUNC)) && decision.existed && size > 0) {
-    why = "opens an existing file for writing without O_APPEND; on HDFS this replaces the file (enforce "
-          "mode adds O_APPEND)";
+    why =
+        "opens an existing file for writing without O_APPEND; on HDFS this replaces the file (enforce "
+        "mode adds O_APPEND)";
   }
   if (!why) return;
-  Violation v;
-  v.operation = request.function;
-  v.fd = fd;
-  v.path = d->path;
-  v.description = d;
-  v.has_count = false;
-  v.has_offset = false;
-  v.end_of_file = size;
-  v.why = why;
+  Violation v = violation_on(request.function, fd, d, size, why);
   handle_violation(v);
 }
 
@@ -184,6 +175,20 @@ void adopt_descriptor(int fd, const char* path, int flags) {
 
 // ---------------------------------------------------------------- violations
 
+Violation violation_on(const char* operation, int fd, const Description* d, uint64_t end_of_file,
+                       const char* why) {
+  Violation v;
+  v.operation = operation;
+  v.fd = fd;
+  v.path = d->path;
+  v.description = d;
+  v.has_count = false;
+  v.has_offset = false;
+  v.end_of_file = end_of_file;
+  v.why = why;
+  return v;
+}
+
 bool handle_violation(Violation& v) {
   const bool audit = g_config->mode == Mode::kAudit;
   Action action = g_config->on_violation;
@@ -204,6 +209,15 @@ bool handle_violation(Violation& v) {
     errno = g_config->violation_errno;
     return false;
   }
+  return true;
+}
+
+bool descriptor_path(int fd, char* out, size_t capacity) {
+  char link[32];
+  std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  ssize_t n = readlink(link, out, capacity - 1);
+  if (n <= 0) return false;
+  out[n] = '\0';
   return true;
 }
 
@@ -318,7 +332,8 @@ bool guarded_path(const char* path, char* full_path) {
 
 // ---------------------------------------------------------------- reads and mappings
 
-void note_read(const char* operation, int fd, Description* d, bool moves_position, ssize_t result, int error) {
+void note_read(const char* operation, int fd, Description* d, bool moves_position, ssize_t result,
+               int error) {
   if (moves_position && result > 0) {
     if (TrackedFile* file = lock_description(fd, d)) {
       d->position += static_cast<uint64_t>(result);
@@ -326,24 +341,18 @@ void note_read(const char* operation, int fd, Description* d, bool moves_positio
     }
   }
   const bool enforce = g_config->mode == Mode::kEnforce;
-  bool made_write_only = (d->site.original_flags & O_ACCMODE) == O_RDWR &&
-                         (d->site.effective_flags & O_ACCMODE) == O_WRONLY;
+  bool made_write_only =
+      (d->site.original_flags & O_ACCMODE) == O_RDWR && (d->site.effective_flags & O_ACCMODE) == O_WRONLY;
   bool report = enforce ? made_write_only : d->readable_by_program;
   if (report && !(__atomic_fetch_or(&d->reported_once, kReadReported, __ATOMIC_RELAXED) & kReadReported)) {
-    Violation v;
-    v.operation = operation;
-    v.fd = fd;
-    v.path = d->path;
-    v.description = d;
-    v.has_count = false;
-    v.has_offset = false;
-    v.end_of_file = d->file->end_of_file;
-    v.why = enforce ? "the program opened the file read-write and now reads it; appendguard made the handle "
-                      "write-only for the append-only mount (only the first read of this descriptor is "
-                      "reported)"
-                    : "the program reads a file it opened read-write; an append-only mount cannot read and "
-                      "write one handle, and enforce mode makes it write-only so this read would fail with "
-                      "EBADF (only the first read of this descriptor is reported)";
+    Violation v = violation_on(
+        operation, fd, d, d->file->end_of_file,
+        enforce ? "the program opened the file read-write and now reads it; appendguard made the handle "
+                  "write-only for the append-only mount (only the first read of this descriptor is "
+                  "reported)"
+                : "the program reads a file it opened read-write; an append-only mount cannot read and "
+                  "write one handle, and enforce mode makes it write-only so this read would fail with "
+                  "EBADF (only the first read of this descriptor is reported)");
     v.outcome = enforce ? Outcome::kKernelRefuses : Outcome::kAuditOnly;
     v.error = error;
     InternalScope internal;
@@ -354,16 +363,11 @@ void note_read(const char* operation, int fd, Description* d, bool moves_positio
 
 void note_mmap(int fd, Description* d, int prot, int flags, bool failed, int error) {
   bool shared_writable = (prot & PROT_WRITE) && (flags & MAP_TYPE) != MAP_PRIVATE;
-  if (shared_writable && !(__atomic_fetch_or(&d->reported_once, kMapReported, __ATOMIC_RELAXED) & kMapReported)) {
-    Violation v;
-    v.operation = "mmap";
-    v.fd = fd;
-    v.path = d->path;
-    v.description = d;
-    v.has_count = false;
-    v.has_offset = false;
-    v.end_of_file = d->file->end_of_file;
-    v.why = "a shared writable mapping writes anywhere in the file; an append-only mount refuses it";
+  if (shared_writable &&
+      !(__atomic_fetch_or(&d->reported_once, kMapReported, __ATOMIC_RELAXED) & kMapReported)) {
+    Violation v = violation_on("mmap", fd, d, d->file->end_of_file,
+                               "a shared writable mapping writes anywhere in the file; an append-only mount "
+                               "refuses it");
     v.outcome = g_config->mode == Mode::kAudit ? Outcome::kAuditOnly
                 : failed                       ? Outcome::kKernelRefuses
                                                : Outcome::kLetThrough;
@@ -376,7 +380,9 @@ void note_mmap(int fd, Description* d, int prot, int flags, bool failed, int err
 
 // ---------------------------------------------------------------- tracing
 
-bool tracing() { return g_config && g_config->trace; }
+bool tracing() {
+  return g_config && g_config->trace;
+}
 
 void trace(const char* operation, int fd, const char* path, long long result, int error, const char* format,
            ...) {

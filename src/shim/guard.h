@@ -38,6 +38,9 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
 void adopt_descriptor(int fd, const char* path, int flags);
 
 // ---------------------------------------------------------------- violations
+// A violation on `fd` (tracked as `d`) with no byte count and no offset; callers add what applies.
+Violation violation_on(const char* operation, int fd, const Description* d, uint64_t end_of_file,
+                       const char* why);
 // Reports `v` and applies APPENDGUARD_ON_VIOLATION. Returns true if the call must go on (warn, audit),
 // false if the hook must fail it (errno is then set).
 bool handle_violation(Violation& v);
@@ -66,9 +69,9 @@ void note_setfl(Description* d, int requested, int applied, int result);
 
 // ftruncate/fallocate on a tracked fd: allowed when it leaves the size as it is.
 struct Resize {
-  off64_t offset = 0;  // fallocate's offset; 0 for truncation
-  off64_t length = 0;  // the new size (truncate) or the range length (fallocate)
-  int fallocate_mode = -1;  // -1: a truncation
+  off64_t offset = 0;          // fallocate's offset; 0 for truncation
+  off64_t length = 0;          // the new size (truncate) or the range length (fallocate)
+  int fallocate_mode = -1;     // -1: a truncation
   bool returns_error = false;  // posix_fallocate: returns an errno value instead of -1
 };
 template <typename Perform>
@@ -78,13 +81,15 @@ bool guarded_path(const char* path, char* full_path);
 template <typename Perform>
 int guarded_truncate(const char* operation, const char* full_path, off64_t length, Perform&& perform);
 
-void note_read(const char* operation, int fd, Description* d, bool moves_position, ssize_t result,
-               int error);
+void note_read(const char* operation, int fd, Description* d, bool moves_position, ssize_t result, int error);
 void note_mmap(int fd, Description* d, int prot, int flags, bool failed, int error);
 
 bool tracing();
 void trace(const char* operation, int fd, const char* path, long long result, int error, const char* format,
            ...) __attribute__((format(printf, 6, 7)));
+
+// The path the kernel has for `fd` (readlink of /proc/self/fd/N), NUL-terminated.
+bool descriptor_path(int fd, char* out, size_t capacity);
 
 // Locks `d`'s file, making sure `fd` still refers to `d` (a racing close may have recycled it).
 // Returns the locked file, or null if `fd` is no longer ours.

@@ -21,23 +21,20 @@ inline const char* write_violation_reason(WriteVerdict verdict, const WriteReque
 #define APPENDGUARD_SLOW_PATH __attribute__((noinline, cold))
 
 template <typename Perform>
-APPENDGUARD_SLOW_PATH ssize_t guarded_write(const char* operation, int fd, Description* d, const WriteRequest& request,
-                      Perform&& perform) {
+APPENDGUARD_SLOW_PATH ssize_t guarded_write(const char* operation, int fd, Description* d,
+                                            const WriteRequest& request, Perform&& perform) {
   TrackedFile* file = lock_description(fd, d);
   if (!file) return perform();
   PositionState state = d->snapshot();
   const bool enforce = g_config->mode == Mode::kEnforce;
   WriteCheck check = check_write(state, request, enforce);
   if (check.verdict != WriteVerdict::kAllowed) {
-    Violation v;
-    v.operation = operation;
-    v.fd = fd;
-    v.path = d->path;
-    v.description = d;
+    Violation v =
+        violation_on(operation, fd, d, state.end_of_file, write_violation_reason(check.verdict, request));
+    v.has_count = true;
     v.count = request.count;
+    v.has_offset = true;
     v.offset = static_cast<int64_t>(check.intended_offset);
-    v.end_of_file = state.end_of_file;
-    v.why = write_violation_reason(check.verdict, request);
     v.landing_offset = check.landing_offset;
     ++d->violations;
     file->lock.unlock();
@@ -66,7 +63,8 @@ APPENDGUARD_SLOW_PATH ssize_t guarded_write(const char* operation, int fd, Descr
   file->lock.unlock();
   if (tracing()) {
     trace(operation, fd, d->path, result, error, "bytes=%llu offset=%llu end_of_file=%llu",
-          static_cast<unsigned long long>(request.count), static_cast<unsigned long long>(check.intended_offset),
+          static_cast<unsigned long long>(request.count),
+          static_cast<unsigned long long>(check.intended_offset),
           static_cast<unsigned long long>(state.end_of_file));
   }
   errno = error;
@@ -74,8 +72,8 @@ APPENDGUARD_SLOW_PATH ssize_t guarded_write(const char* operation, int fd, Descr
 }
 
 template <typename RealSeek>
-APPENDGUARD_SLOW_PATH off64_t guarded_seek(const char* operation, int fd, Description* d, off64_t offset, int whence,
-                     RealSeek&& real_seek) {
+APPENDGUARD_SLOW_PATH off64_t guarded_seek(const char* operation, int fd, Description* d, off64_t offset,
+                                           int whence, RealSeek&& real_seek) {
   TrackedFile* file = lock_description(fd, d);
   if (!file) return real_seek();
   off64_t result;
@@ -130,18 +128,17 @@ APPENDGUARD_SLOW_PATH int guarded_resize(const char* operation, int fd, Descript
     return 0;
   }
   if (!is_noop) {
-    Violation v;
-    v.operation = operation;
-    v.fd = fd;
-    v.path = d->path;
-    v.description = d;
-    v.has_count = resize.fallocate_mode >= 0;
+    const bool allocates = resize.fallocate_mode >= 0;
+    Violation v =
+        violation_on(operation, fd, d, end,
+                     allocates ? "preallocates or punches a file on an append-only mount, which refuses "
+                                 "fallocate"
+                               : "changes the size of a file on an append-only mount, which refuses "
+                                 "truncation");
+    v.has_count = allocates;
     v.count = static_cast<uint64_t>(resize.length);
-    v.offset = resize.fallocate_mode >= 0 ? resize.offset : resize.length;
-    v.end_of_file = end;
-    v.why = resize.fallocate_mode >= 0
-                ? "preallocates or punches a file on an append-only mount, which refuses fallocate"
-                : "changes the size of a file on an append-only mount, which refuses truncation";
+    v.has_offset = true;
+    v.offset = allocates ? resize.offset : resize.length;
     if (!handle_violation(v)) return resize.returns_error ? errno : -1;
   }
   int result = perform();
@@ -159,7 +156,8 @@ APPENDGUARD_SLOW_PATH int guarded_resize(const char* operation, int fd, Descript
 }
 
 template <typename Perform>
-APPENDGUARD_SLOW_PATH int guarded_truncate(const char* operation, const char* full_path, off64_t length, Perform&& perform) {
+APPENDGUARD_SLOW_PATH int guarded_truncate(const char* operation, const char* full_path, off64_t length,
+                                           Perform&& perform) {
   struct stat64 st;
   if (stat64(full_path, &st) != 0) return perform();  // let the kernel give its answer
   uint64_t end = static_cast<uint64_t>(st.st_size);
@@ -179,7 +177,8 @@ APPENDGUARD_SLOW_PATH int guarded_truncate(const char* operation, const char* fu
   int result = perform();
   if (result == 0) g_files.set_end_of_file(st.st_dev, st.st_ino, static_cast<uint64_t>(length));
   int error = errno;
-  if (tracing()) trace(operation, -1, full_path, result, error, "length=%lld", static_cast<long long>(length));
+  if (tracing())
+    trace(operation, -1, full_path, result, error, "length=%lld", static_cast<long long>(length));
   errno = error;
   return result;
 }

@@ -47,7 +47,8 @@ APPENDGUARD_HOOK int dup(int fd) {
 
 APPENDGUARD_HOOK int dup2(int old_fd, int new_fd) {
   int result = real_dup2(old_fd, new_fd);
-  if (__builtin_expect(result >= 0 && old_fd != new_fd && (g_files.lookup(old_fd) || g_files.lookup(new_fd)), 0)) {
+  if (__builtin_expect(result >= 0 && old_fd != new_fd && (g_files.lookup(old_fd) || g_files.lookup(new_fd)),
+                       0)) {
     keep_errno([&](int) { note_duplicate("dup2", old_fd, result); });
   }
   return result;
@@ -80,7 +81,8 @@ int fcntl_hook(const char* operation, int fd, int cmd, void* arg, Real&& real) {
   int result = real(reinterpret_cast<void*>(static_cast<intptr_t>(applied)));
   keep_errno([&](int error) {
     note_setfl(d, requested, applied, result);
-    if (tracing()) trace(operation, fd, d->path, result, error, "F_SETFL %#x (applied %#x)", requested, applied);
+    if (tracing())
+      trace(operation, fd, d->path, result, error, "F_SETFL %#x (applied %#x)", requested, applied);
   });
   return result;
 }

@@ -19,13 +19,13 @@ int open_hook(const char* function, int dirfd, const char* path, int flags, Call
 
 }  // namespace
 
-#define APPENDGUARD_MODE_ARG(flags)       \
-  mode_t mode = 0;                        \
-  if (__OPEN_NEEDS_MODE(flags)) {         \
-    va_list args;                         \
-    va_start(args, flags);                \
-    mode = va_arg(args, mode_t);          \
-    va_end(args);                         \
+#define APPENDGUARD_MODE_ARG(flags) \
+  mode_t mode = 0;                  \
+  if (__OPEN_NEEDS_MODE(flags)) {   \
+    va_list args;                   \
+    va_start(args, flags);          \
+    mode = va_arg(args, mode_t);    \
+    va_end(args);                   \
   }
 
 APPENDGUARD_HOOK int open(const char* path, int flags, ...) {
@@ -45,7 +45,8 @@ APPENDGUARD_HOOK int openat(int dirfd, const char* path, int flags, ...) {
 
 APPENDGUARD_HOOK int openat64(int dirfd, const char* path, int flags, ...) {
   APPENDGUARD_MODE_ARG(flags);
-  return open_hook("openat64", dirfd, path, flags, [&](int f) { return real_openat64(dirfd, path, f, mode); });
+  return open_hook("openat64", dirfd, path, flags,
+                   [&](int f) { return real_openat64(dirfd, path, f, mode); });
 }
 
 // The fortified entry points take no mode: the caller's flags have neither O_CREAT nor O_TMPFILE, and the

@@ -23,7 +23,8 @@ APPENDGUARD_FD_HOOK(ssize_t, read, fd, (int fd, void* buf, size_t count), (fd, b
   return read_and_note("read", fd, true, [&] { return real_read(fd, buf, count); });
 }
 
-APPENDGUARD_FD_HOOK(ssize_t, pread, fd, (int fd, void* buf, size_t count, off_t offset), (fd, buf, count, offset)) {
+APPENDGUARD_FD_HOOK(ssize_t, pread, fd, (int fd, void* buf, size_t count, off_t offset),
+                    (fd, buf, count, offset)) {
   return read_and_note("pread", fd, false, [&] { return real_pread(fd, buf, count, offset); });
 }
 
@@ -48,10 +49,12 @@ APPENDGUARD_FD_HOOK(ssize_t, preadv64, fd, (int fd, const iovec* iov, int iovcnt
 
 APPENDGUARD_FD_HOOK(ssize_t, preadv2, fd, (int fd, const iovec* iov, int iovcnt, off_t offset, int flags),
                     (fd, iov, iovcnt, offset, flags)) {
-  return read_and_note("preadv2", fd, offset == -1, [&] { return real_preadv2(fd, iov, iovcnt, offset, flags); });
+  return read_and_note("preadv2", fd, offset == -1,
+                       [&] { return real_preadv2(fd, iov, iovcnt, offset, flags); });
 }
 
-APPENDGUARD_FD_HOOK(ssize_t, preadv64v2, fd, (int fd, const iovec* iov, int iovcnt, off64_t offset, int flags),
+APPENDGUARD_FD_HOOK(ssize_t, preadv64v2, fd,
+                    (int fd, const iovec* iov, int iovcnt, off64_t offset, int flags),
                     (fd, iov, iovcnt, offset, flags)) {
   return read_and_note("preadv64v2", fd, offset == -1,
                        [&] { return real_preadv64v2(fd, iov, iovcnt, offset, flags); });

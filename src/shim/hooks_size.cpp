@@ -5,7 +5,9 @@ using namespace appendguard;
 
 namespace {
 
-Resize truncation(off64_t length) { return Resize{0, length, -1, false}; }
+Resize truncation(off64_t length) {
+  return Resize{0, length, -1, false};
+}
 Resize allocation(int mode, off64_t offset, off64_t length, bool returns_error) {
   return Resize{offset, length, mode, returns_error};
 }
@@ -29,7 +31,8 @@ APPENDGUARD_FD_HOOK(int, ftruncate, fd, (int fd, off_t length), (fd, length)) {
 APPENDGUARD_FD_HOOK(int, ftruncate64, fd, (int fd, off64_t length), (fd, length)) {
   Description* d = tracked_description(fd);
   if (!d) return real_ftruncate64(fd, length);
-  return guarded_resize("ftruncate64", fd, d, truncation(length), [&] { return real_ftruncate64(fd, length); });
+  return guarded_resize("ftruncate64", fd, d, truncation(length),
+                        [&] { return real_ftruncate64(fd, length); });
 }
 
 APPENDGUARD_HOOK int truncate(const char* path, off_t length) {
@@ -40,26 +43,33 @@ APPENDGUARD_HOOK int truncate64(const char* path, off64_t length) {
   return truncate_hook("truncate64", path, length, [&] { return real_truncate64(path, length); });
 }
 
-APPENDGUARD_FD_HOOK(int, fallocate, fd, (int fd, int mode, off_t offset, off_t length), (fd, mode, offset, length)) {
+APPENDGUARD_FD_HOOK(int, fallocate, fd, (int fd, int mode, off_t offset, off_t length),
+                    (fd, mode, offset, length)) {
   Description* d = tracked_description(fd);
   if (!d) return real_fallocate(fd, mode, offset, length);
-  return guarded_resize("fallocate", fd, d, allocation(mode, offset, length, false), [&] { return real_fallocate(fd, mode, offset, length); });
+  return guarded_resize("fallocate", fd, d, allocation(mode, offset, length, false),
+                        [&] { return real_fallocate(fd, mode, offset, length); });
 }
 
-APPENDGUARD_FD_HOOK(int, fallocate64, fd, (int fd, int mode, off64_t offset, off64_t length), (fd, mode, offset, length)) {
+APPENDGUARD_FD_HOOK(int, fallocate64, fd, (int fd, int mode, off64_t offset, off64_t length),
+                    (fd, mode, offset, length)) {
   Description* d = tracked_description(fd);
   if (!d) return real_fallocate64(fd, mode, offset, length);
-  return guarded_resize("fallocate64", fd, d, allocation(mode, offset, length, false), [&] { return real_fallocate64(fd, mode, offset, length); });
+  return guarded_resize("fallocate64", fd, d, allocation(mode, offset, length, false),
+                        [&] { return real_fallocate64(fd, mode, offset, length); });
 }
 
 APPENDGUARD_FD_HOOK(int, posix_fallocate, fd, (int fd, off_t offset, off_t length), (fd, offset, length)) {
   Description* d = tracked_description(fd);
   if (!d) return real_posix_fallocate(fd, offset, length);
-  return guarded_resize("posix_fallocate", fd, d, allocation(0, offset, length, true), [&] { return real_posix_fallocate(fd, offset, length); });
+  return guarded_resize("posix_fallocate", fd, d, allocation(0, offset, length, true),
+                        [&] { return real_posix_fallocate(fd, offset, length); });
 }
 
-APPENDGUARD_FD_HOOK(int, posix_fallocate64, fd, (int fd, off64_t offset, off64_t length), (fd, offset, length)) {
+APPENDGUARD_FD_HOOK(int, posix_fallocate64, fd, (int fd, off64_t offset, off64_t length),
+                    (fd, offset, length)) {
   Description* d = tracked_description(fd);
   if (!d) return real_posix_fallocate64(fd, offset, length);
-  return guarded_resize("posix_fallocate64", fd, d, allocation(0, offset, length, true), [&] { return real_posix_fallocate64(fd, offset, length); });
+  return guarded_resize("posix_fallocate64", fd, d, allocation(0, offset, length, true),
+                        [&] { return real_posix_fallocate64(fd, offset, length); });
 }

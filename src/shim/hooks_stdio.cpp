@@ -87,12 +87,7 @@ bool path_of_descriptor(int fd, char* out) {
     std::snprintf(out, kMaxPath, "%s", d->path);
     return true;
   }
-  char link[32];
-  std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-  ssize_t n = readlink(link, out, kMaxPath - 1);
-  if (n <= 0) return false;
-  out[n] = '\0';
-  return true;
+  return descriptor_path(fd, out, kMaxPath);
 }
 
 template <typename Real>

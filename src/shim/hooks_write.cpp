@@ -21,7 +21,9 @@ uint64_t iov_total(const iovec* iov, int count) {
   return total;
 }
 
-WriteRequest at_position(uint64_t count) { return WriteRequest{count, false, 0, false, false}; }
+WriteRequest at_position(uint64_t count) {
+  return WriteRequest{count, false, 0, false, false};
+}
 
 WriteRequest at_offset(uint64_t count, off64_t offset) {
   return WriteRequest{count, true, static_cast<uint64_t>(offset), false, false};
@@ -40,7 +42,9 @@ WriteRequest for_copy(uint64_t count, const off64_t* out_offset) {
 
 // sendfile, copy_file_range and splice fail on O_APPEND descriptors (EBADF/EINVAL): in enforce mode,
 // copy with reads and writes instead.
-bool copies_by_write(const Description* d) { return g_config->mode == Mode::kEnforce && d->kernel_appends; }
+bool copies_by_write(const Description* d) {
+  return g_config->mode == Mode::kEnforce && d->kernel_appends;
+}
 
 }  // namespace
 
@@ -97,7 +101,8 @@ APPENDGUARD_FD_HOOK(ssize_t, pwritev2, fd, (int fd, const iovec* iov, int iovcnt
                        [&] { return real_pwritev2(fd, iov, iovcnt, offset, flags); });
 }
 
-APPENDGUARD_FD_HOOK(ssize_t, pwritev64v2, fd, (int fd, const iovec* iov, int iovcnt, off64_t offset, int flags),
+APPENDGUARD_FD_HOOK(ssize_t, pwritev64v2, fd,
+                    (int fd, const iovec* iov, int iovcnt, off64_t offset, int flags),
                     (fd, iov, iovcnt, offset, flags)) {
   Description* d = tracked_description(fd);
   if (!d) return real_pwritev64v2(fd, iov, iovcnt, offset, flags);

@@ -44,6 +44,12 @@ class RealFunction {
 }  // namespace appendguard
 
 // Declares `real_NAME`, callable like NAME itself, for a function declared by the libc headers.
-#define APPENDGUARD_REAL(name) inline constinit ::appendguard::RealFunction<decltype(::name)> real_##name{#name}
+#define APPENDGUARD_REAL(name)                                                 \
+  inline constinit ::appendguard::RealFunction<decltype(::name)> real_##name { \
+#name                                                                      \
+  }
 // The same for a name the headers do not declare in this translation unit; `type` is its function type.
-#define APPENDGUARD_REAL_TYPED(name, type) inline constinit ::appendguard::RealFunction<type> real_##name{#name}
+#define APPENDGUARD_REAL_TYPED(name, type)                         \
+  inline constinit ::appendguard::RealFunction<type> real_##name { \
+#name                                                          \
+  }

@@ -27,10 +27,16 @@ namespace {
 __attribute__((tls_model("initial-exec"))) constinit thread_local int t_internal_depth = 0;
 constinit std::atomic<pid_t> g_owner_pid{0};
 
-pid_t raw_getpid() { return static_cast<pid_t>(syscall(SYS_getpid)); }
+pid_t raw_getpid() {
+  return static_cast<pid_t>(syscall(SYS_getpid));
+}
 
-void before_fork() { g_files.before_fork(); }
-void after_fork_parent() { g_files.after_fork_parent(); }
+void before_fork() {
+  g_files.before_fork();
+}
+void after_fork_parent() {
+  g_files.after_fork_parent();
+}
 void after_fork_child() {
   g_files.after_fork_child();
   g_owner_pid.store(raw_getpid(), std::memory_order_relaxed);
@@ -47,13 +53,10 @@ void adopt_inherited_descriptors() {
     if (end == entry->d_name || *end != '\0' || fd == self) continue;
     int flags = fcntl(static_cast<int>(fd), F_GETFL);
     if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY) continue;
-    char link[32];
-    std::snprintf(link, sizeof link, "/proc/self/fd/%ld", fd);
     char path[kMaxPath];
-    ssize_t n = readlink(link, path, sizeof path - 1);
-    if (n <= 0 || path[0] != '/') continue;
-    path[n] = '\0';
-    if (g_config->paths.matches(path, file_name_of(path))) adopt_descriptor(static_cast<int>(fd), path, flags);
+    if (!descriptor_path(static_cast<int>(fd), path, sizeof path) || path[0] != '/') continue;
+    if (g_config->paths.matches(path, file_name_of(path)))
+      adopt_descriptor(static_cast<int>(fd), path, flags);
   }
   closedir(dir);
 }
@@ -79,7 +82,9 @@ void initialize() {
   g_runtime_state.store(static_cast<int>(state), std::memory_order_release);
 }
 
-__attribute__((constructor)) void initialize_at_load() { current_mode(); }
+__attribute__((constructor)) void initialize_at_load() {
+  current_mode();
+}
 
 }  // namespace
 
@@ -99,10 +104,18 @@ Mode current_mode_slow() {
   return current_mode();
 }
 
-InternalScope::InternalScope() { ++t_internal_depth; }
-InternalScope::~InternalScope() { --t_internal_depth; }
-bool InternalScope::active() { return t_internal_depth > 0; }
+InternalScope::InternalScope() {
+  ++t_internal_depth;
+}
+InternalScope::~InternalScope() {
+  --t_internal_depth;
+}
+bool InternalScope::active() {
+  return t_internal_depth > 0;
+}
 
-bool owns_file_table() { return raw_getpid() == g_owner_pid.load(std::memory_order_relaxed); }
+bool owns_file_table() {
+  return raw_getpid() == g_owner_pid.load(std::memory_order_relaxed);
+}
 
 }  // namespace appendguard

@@ -27,7 +27,8 @@ ConfigResult parse(std::map<std::string, std::string> env) {
 TEST_CASE("mode words") {
   CHECK(parse({}).config.mode == Mode::kOff);
   for (const char* off : {"", "0", "off"}) CHECK(parse({{"APPENDGUARD", off}}).config.mode == Mode::kOff);
-  for (const char* on : {"1", "on", "enforce"}) CHECK(parse({{"APPENDGUARD", on}}).config.mode == Mode::kEnforce);
+  for (const char* on : {"1", "on", "enforce"})
+    CHECK(parse({{"APPENDGUARD", on}}).config.mode == Mode::kEnforce);
   CHECK(parse({{"APPENDGUARD", "audit"}}).config.mode == Mode::kAudit);
   for (const char* bad : {"yes", "ON", "2", "enforce "}) {
     ConfigResult r = parse({{"APPENDGUARD", bad}});
@@ -61,7 +62,8 @@ TEST_CASE("audit defaults to warn and refuses error") {
 }
 
 TEST_CASE("violation actions") {
-  CHECK(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_ON_VIOLATION", "warn"}}).config.on_violation == Action::kWarn);
+  CHECK(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_ON_VIOLATION", "warn"}}).config.on_violation ==
+        Action::kWarn);
   CHECK(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_ON_VIOLATION", "abort"}}).config.on_violation ==
         Action::kAbort);
   ConfigResult r = parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_ON_VIOLATION", "deny"}});

@@ -12,9 +12,15 @@ using namespace appendguard;
 
 namespace {
 
-PositionState rewritten(uint64_t position, uint64_t end) { return {position, end, false, true}; }
-WriteRequest at_position(uint64_t n) { return {n, false, 0, false, false}; }
-WriteRequest at_offset(uint64_t n, uint64_t offset) { return {n, true, offset, false, false}; }
+PositionState rewritten(uint64_t position, uint64_t end) {
+  return {position, end, false, true};
+}
+WriteRequest at_position(uint64_t n) {
+  return {n, false, 0, false, false};
+}
+WriteRequest at_offset(uint64_t n, uint64_t offset) {
+  return {n, true, offset, false, false};
+}
 
 }  // namespace
 

@@ -16,7 +16,8 @@ std::string value_of(const LaunchPlan& plan, const std::string& name) {
 }  // namespace
 
 TEST_CASE("run sets the preload library first and enforce by default") {
-  LaunchParse r = parse_run_arguments({"--", "python3", "train.py"}, "/opt/lib/libappendguard.so", "/x/other.so");
+  LaunchParse r =
+      parse_run_arguments({"--", "python3", "train.py"}, "/opt/lib/libappendguard.so", "/x/other.so");
   REQUIRE(r.ok());
   CHECK(r.plan.command == std::vector<std::string>{"python3", "train.py"});
   CHECK(value_of(r.plan, "LD_PRELOAD") == "/opt/lib/libappendguard.so:/x/other.so");
@@ -24,10 +25,10 @@ TEST_CASE("run sets the preload library first and enforce by default") {
 }
 
 TEST_CASE("options map to variables, with or without '='") {
-  LaunchParse r = parse_run_arguments({"--audit", "--trace", "--paths", "*.bin", "--log=/tmp/ag-%p.log",
-                                       "--on-violation", "abort", "--errno=EPERM", "--backtrace", "4",
-                                       "--no-python-stack", "torchrun", "--nproc", "2"},
-                                      "/lib.so", "");
+  LaunchParse r = parse_run_arguments(
+      {"--audit", "--trace", "--paths", "*.bin", "--log=/tmp/ag-%p.log", "--on-violation", "abort",
+       "--errno=EPERM", "--backtrace", "4", "--no-python-stack", "torchrun", "--nproc", "2"},
+      "/lib.so", "");
   REQUIRE(r.ok());
   CHECK(value_of(r.plan, "APPENDGUARD") == "audit");
   CHECK(value_of(r.plan, "APPENDGUARD_TRACE") == "1");

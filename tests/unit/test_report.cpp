@@ -44,9 +44,10 @@ TEST_CASE("the first line of a violation names everything needed") {
   TextBuffer out(text, sizeof text);
   format_violation(out, v, who);
   std::string s(out.view());
-  CHECK(s.rfind("appendguard: violation: write /ckpt/a.safetensors fd=5 bytes=4096 offset=0 end_of_file=8192: "
-                "refused (EOPNOTSUPP)\n",
-                0) == 0);
+  CHECK(
+      s.rfind("appendguard: violation: write /ckpt/a.safetensors fd=5 bytes=4096 offset=0 end_of_file=8192: "
+              "refused (EOPNOTSUPP)\n",
+              0) == 0);
   CHECK(s.find("  why: because\n") != std::string::npos);
   CHECK(s.find("  opened: open64(\"/ckpt/a.safetensors\", O_RDWR|O_CLOEXEC), rewritten to "
                "O_WRONLY|O_APPEND|O_CLOEXEC by pid 10 tid 11\n") != std::string::npos);
@@ -62,7 +63,8 @@ TEST_CASE("let-through and audit outcomes") {
   char text[1024];
   TextBuffer out(text, sizeof text);
   format_violation(out, v, ProcessIdentity{});
-  CHECK(std::string(out.view()).find("let through (APPENDGUARD_ON_VIOLATION=warn); the bytes land at offset 77") !=
+  CHECK(std::string(out.view())
+            .find("let through (APPENDGUARD_ON_VIOLATION=warn); the bytes land at offset 77") !=
         std::string::npos);
   out.clear();
   v.outcome = Outcome::kAuditOnly;
@@ -81,7 +83,8 @@ TEST_CASE("trace lines and bounded buffers") {
   char text[256];
   TextBuffer out(text, sizeof text);
   format_trace(out, e, ProcessIdentity{1, 2, "", "0"});
-  CHECK(std::string(out.view()) == "appendguard: trace: pid=1 tid=2 lseek64 fd=3 /x offset=0 whence=2 -> -1 EINVAL\n");
+  CHECK(std::string(out.view()) ==
+        "appendguard: trace: pid=1 tid=2 lseek64 fd=3 /x offset=0 whence=2 -> -1 EINVAL\n");
   char tiny[8];
   TextBuffer small(tiny, sizeof tiny);
   small.add("{}", "0123456789");

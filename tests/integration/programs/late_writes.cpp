@@ -3,8 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <csignal>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -28,7 +28,9 @@ struct WritesWhenDestroyed {
   ~WritesWhenDestroyed() { backward("static_destructor"); }
 } g_static;
 
-void at_exit() { backward("atexit"); }
+void at_exit() {
+  backward("atexit");
+}
 
 void on_signal(int) {
   say("signal_append", (lseek(g_fd, 0, SEEK_END), write(g_fd, "s", 1)));

@@ -22,17 +22,28 @@
 
 static const char* errno_text(int e) {
   switch (e) {
-    case 0: return "0";
-    case EOPNOTSUPP: return "EOPNOTSUPP";
-    case EPERM: return "EPERM";
-    case EBADF: return "EBADF";
-    case EINVAL: return "EINVAL";
-    case EIO: return "EIO";
-    case EACCES: return "EACCES";
-    case ENOENT: return "ENOENT";
-    case ENXIO: return "ENXIO";
-    case EROFS: return "EROFS";
-    default: return "E?";
+    case 0:
+      return "0";
+    case EOPNOTSUPP:
+      return "EOPNOTSUPP";
+    case EPERM:
+      return "EPERM";
+    case EBADF:
+      return "EBADF";
+    case EINVAL:
+      return "EINVAL";
+    case EIO:
+      return "EIO";
+    case EACCES:
+      return "EACCES";
+    case ENOENT:
+      return "ENOENT";
+    case ENXIO:
+      return "ENXIO";
+    case EROFS:
+      return "EROFS";
+    default:
+      return "E?";
   }
 }
 
@@ -46,7 +57,9 @@ static void show(const char* key, long result) {
   fflush(stdout);
 }
 
-static void fill(char* buf, size_t n, char c) { memset(buf, c, n); }
+static void fill(char* buf, size_t n, char c) {
+  memset(buf, c, n);
+}
 
 static int make_file(const char* path, size_t size, char c) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);

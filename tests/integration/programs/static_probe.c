@@ -1,2 +1,4 @@
 // A statically linked program: LD_PRELOAD cannot reach it (`appendguard doctor` must say so).
-int main(void) { return 0; }
+int main(void) {
+  return 0;
+}
