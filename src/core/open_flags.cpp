@@ -7,10 +7,6 @@
 
 namespace appendguard {
 
-bool is_write_open(int flags) {
-  return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0;
-}
-
 int rewrite_open_flags(int flags) {
   if (!is_write_open(flags)) return flags;
   if ((flags & O_ACCMODE) == O_RDWR) return (flags & ~O_ACCMODE) | O_WRONLY | O_APPEND;

@@ -1,6 +1,7 @@
 // open, openat, creat and their 64-bit and fortified names.
 #include <stdarg.h>
 
+#include "core/open_flags.h"
 #include "shim/hook.h"
 
 using namespace appendguard;
@@ -10,6 +11,8 @@ namespace {
 template <typename Call>
 int open_hook(const char* function, int dirfd, const char* path, int flags, Call&& call) {
   if (__builtin_expect(current_mode() == Mode::kOff, 1)) return call(flags);
+  // Read-only opens are only of interest to the trace.
+  if (__builtin_expect(!is_write_open(flags) && !g_config->trace, 1)) return call(flags);
   OpenRequest request{function, dirfd, path, flags};
   OpenDecision decision;
   decide_open(request, decision);

@@ -21,10 +21,10 @@ namespace appendguard {
 constinit std::atomic<int> g_runtime_state{static_cast<int>(RuntimeState::kUninitialized)};
 constinit FileTable g_files;
 Config* g_config = nullptr;
+__attribute__((tls_model("initial-exec"))) constinit thread_local int t_internal_depth = 0;
 
 namespace {
 
-__attribute__((tls_model("initial-exec"))) constinit thread_local int t_internal_depth = 0;
 constinit std::atomic<pid_t> g_owner_pid{0};
 
 pid_t raw_getpid() {
@@ -102,16 +102,6 @@ Mode current_mode_slow() {
     }
   }
   return current_mode();
-}
-
-InternalScope::InternalScope() {
-  ++t_internal_depth;
-}
-InternalScope::~InternalScope() {
-  --t_internal_depth;
-}
-bool InternalScope::active() {
-  return t_internal_depth > 0;
 }
 
 bool owns_file_table() {

@@ -30,13 +30,16 @@ inline Mode current_mode() {
   return current_mode_slow();
 }
 
+// How deeply this thread is inside our own code. Static TLS: the library is loaded at start-up.
+extern __attribute__((tls_model("initial-exec"))) thread_local int t_internal_depth;
+
 // True while this thread runs our own code (reporting, initializing): hooks then pass straight through.
 struct InternalScope {
-  InternalScope();
-  ~InternalScope();
+  InternalScope() { ++t_internal_depth; }
+  ~InternalScope() { --t_internal_depth; }
   InternalScope(const InternalScope&) = delete;
   InternalScope& operator=(const InternalScope&) = delete;
-  static bool active();
+  static bool active() { return t_internal_depth > 0; }
 };
 
 // The description behind `fd` if we guard it and are not inside our own code; null on the fast path.
