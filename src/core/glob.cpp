@@ -129,8 +129,6 @@ bool ends_with(std::string_view text, std::string_view suffix) {
 
 std::string PatternSet::compile(std::string_view spec) {
   patterns_.clear();
-  literal_suffixes_.clear();
-  is_full_path_.clear();
   has_full_path_patterns_ = false;
   if (spec.empty()) return "no pattern given";
   size_t start = 0;
@@ -141,9 +139,7 @@ std::string PatternSet::compile(std::string_view spec) {
     std::string error = validate_glob(pattern);
     if (!error.empty()) return error;
     bool full = pattern.find('/') != std::string_view::npos;
-    patterns_.emplace_back(pattern);
-    literal_suffixes_.push_back(literal_suffix(pattern));
-    is_full_path_.push_back(full);
+    patterns_.push_back(Pattern{std::string(pattern), literal_suffix(pattern), full});
     has_full_path_patterns_ |= full;
     if (colon == std::string_view::npos) break;
     start = colon + 1;
@@ -152,9 +148,18 @@ std::string PatternSet::compile(std::string_view spec) {
 }
 
 bool PatternSet::matches(std::string_view full_path, std::string_view file_name) const {
-  for (size_t i = 0; i < patterns_.size(); ++i) {
-    std::string_view text = is_full_path_[i] ? full_path : file_name;
-    if (ends_with(text, literal_suffixes_[i]) && match_from(patterns_[i], text)) return true;
+  for (const Pattern& p : patterns_) {
+    std::string_view text = p.full_path ? full_path : file_name;
+    if (ends_with(text, p.literal_suffix) && match_from(p.text, text)) return true;
+  }
+  return false;
+}
+
+bool PatternSet::could_match(std::string_view path) const {
+  // Normalization may change how a path ends only when it ends with "/" or ".".
+  if (path.empty() || path.back() == '/' || path.back() == '.') return true;
+  for (const Pattern& p : patterns_) {
+    if (ends_with(path, p.literal_suffix)) return true;
   }
   return false;
 }

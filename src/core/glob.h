@@ -24,12 +24,18 @@ class PatternSet {
   bool needs_full_path() const { return has_full_path_patterns_; }
   // `full_path` may be empty when !needs_full_path().
   bool matches(std::string_view full_path, std::string_view file_name) const;
-  const std::vector<std::string>& patterns() const { return patterns_; }
+  // False when no pattern can match a path ending like `path` (as given to open, before normalization):
+  // each pattern's literal suffix must end it. Rejects most paths with one comparison per pattern.
+  bool could_match(std::string_view path) const;
+  size_t size() const { return patterns_.size(); }
 
  private:
-  std::vector<std::string> patterns_;
-  std::vector<std::string> literal_suffixes_;  // what a match must end with: rejects most names in ~2 ns
-  std::vector<bool> is_full_path_;
+  struct Pattern {
+    std::string text;
+    std::string literal_suffix;  // what a match must end with ("*.safetensors" -> ".safetensors")
+    bool full_path;
+  };
+  std::vector<Pattern> patterns_;
   bool has_full_path_patterns_ = false;
 };
 

@@ -69,6 +69,7 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
   bool writes = is_write_open(request.flags);
   if (!writes && !g_config->trace) return;
   const PatternSet& patterns = g_config->paths;
+  if (!patterns.could_match(request.path)) return;
   if (!patterns.needs_full_path() && !patterns.matches({}, file_name_of(request.path))) return;
 
   if (!resolve_full_path(request.dirfd, request.path, decision.path)) {
@@ -325,6 +326,7 @@ void note_setfl(Description* d, int requested, int applied, int result) {
 bool guarded_path(const char* path, char* full_path) {
   if (!path || InternalScope::active() || current_mode() == Mode::kOff) return false;
   const PatternSet& patterns = g_config->paths;
+  if (!patterns.could_match(path)) return false;
   if (!patterns.needs_full_path() && !patterns.matches({}, file_name_of(path))) return false;
   if (!resolve_full_path(AT_FDCWD, path, full_path)) return false;
   return patterns.matches(full_path, file_name_of(full_path));

@@ -97,7 +97,7 @@ TEST_CASE("paths, log, trace and python stack") {
                           {"APPENDGUARD_TRACE", "yes"},
                           {"APPENDGUARD_PYTHON_STACK", "off"}});
   REQUIRE(r.ok());
-  CHECK(r.config.paths.patterns().size() == 2);
+  CHECK(r.config.paths.size() == 2);
   CHECK(r.config.log_target == "/tmp/ag-%p.log");
   CHECK(r.config.trace);
   CHECK_FALSE(r.config.python_stack);

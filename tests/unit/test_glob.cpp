@@ -67,3 +67,17 @@ TEST_CASE("suffix fast path keeps escaped and bracketed patterns exact") {
   CHECK(set.matches({}, "yz"));
   CHECK(set.matches({}, "anything"));
 }
+
+TEST_CASE("could_match rejects by the literal suffix, conservatively") {
+  PatternSet set;
+  REQUIRE(set.compile("*.safetensors:/data/**/*.bin").empty());
+  CHECK(set.could_match("model.safetensors"));
+  CHECK(set.could_match("../x/y.bin"));
+  CHECK_FALSE(set.could_match("/tmp/x.txt"));
+  CHECK_FALSE(set.could_match("x.safetensors.tmp"));
+  CHECK(set.could_match("odd/."));  // normalization could change the ending
+  CHECK(set.could_match("dir/"));
+  PatternSet any;
+  REQUIRE(any.compile("/data/**").empty());
+  CHECK(any.could_match("/anything"));  // no literal suffix: cannot reject
+}
