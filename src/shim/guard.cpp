@@ -54,6 +54,21 @@ void report_open_in_audit(const OpenRequest& request, const OpenDecision& decisi
   handle_violation(v);
 }
 
+// The mount refused the open we rewrote: say why the program sees this error, since it did not ask for
+// these flags.
+void explain_refused_rewrite(const OpenRequest& request, const OpenDecision& decision, int error) {
+  if (error != EPERM && error != EOPNOTSUPP && error != EINVAL && error != ENOSYS) return;
+  char effective[160];
+  format_open_flags(decision.flags, effective, sizeof effective);
+  char message[kMaxPath + 512];
+  std::snprintf(message, sizeof message,
+                "%s(\"%s\"): the filesystem refused the open as rewritten (%s) with %s: it does not append "
+                "to existing files (mountpoint-s3 does so only with --incremental-upload on S3 Express One "
+                "Zone); see docs/limits.md",
+                request.function, decision.path, effective, errno_name(error));
+  report_notice(message);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- opening
@@ -96,6 +111,7 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
   InternalScope internal;
   char flags_text[160];
   if (decision.trace_only || fd < 0) {
+    if (fd < 0 && decision.flags != request.flags) explain_refused_rewrite(request, decision, error);
     if (tracing()) {
       format_open_flags(request.flags, flags_text, sizeof flags_text);
       trace(request.function, fd, decision.path, fd, error, "flags=%s", flags_text);
