@@ -10,7 +10,6 @@ one byte of the header length (what an in-place "fix the header" step would do).
 Exit 0 when every rank succeeded; otherwise 1, with "rank R: <error>" on stderr for each failed rank.
 """
 import argparse
-import json
 import multiprocessing
 import os
 import queue
@@ -71,10 +70,7 @@ def main():
     if failed:
         return 1
     names = [n for r in range(args.ranks) for n in names_of(r, args.files_per_rank, args.ranks)]
-    index = {"metadata": {"total_size": len(names) * args.tensors * args.tensor_bytes},
-             "weight_map": {f"layer{i}.weight{t}": names[i] for i in range(len(names)) for t in range(args.tensors)}}
-    with open(os.path.join(args.output_dir, "model.safetensors.index.json"), "w") as f:
-        json.dump(index, f, indent=2)
+    dcp_consolidate.write_index(args.output_dir, names, args.tensors, args.tensor_bytes)
     print(f"ranks_dcp: {args.ranks} ranks wrote {len(names)} files to {args.output_dir}")
     return 0
 

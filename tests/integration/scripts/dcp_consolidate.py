@@ -44,6 +44,14 @@ def write_file(path, file_index, tensors, size):
     return os.path.basename(path)
 
 
+def write_index(output_dir, names, tensors, size):
+    """The index JSON, written with "w" as DCP does: tensor t of file i is layer{i}.weight{t}."""
+    index = {"metadata": {"total_size": len(names) * tensors * size},
+             "weight_map": {f"layer{i}.weight{t}": names[i] for i in range(len(names)) for t in range(tensors)}}
+    with open(os.path.join(output_dir, "model.safetensors.index.json"), "w") as f:
+        json.dump(index, f, indent=2)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("output_dir")
@@ -63,10 +71,7 @@ def main():
         except OSError as error:
             print(f"dcp_consolidate: {error}", file=sys.stderr)
             return 1
-    index = {"metadata": {"total_size": args.files * args.tensors * args.tensor_bytes},
-             "weight_map": {f"layer{i}.weight{t}": names[i] for i in range(args.files) for t in range(args.tensors)}}
-    with open(os.path.join(args.output_dir, "model.safetensors.index.json"), "w") as f:
-        json.dump(index, f, indent=2)
+    write_index(args.output_dir, names, args.tensors, args.tensor_bytes)
     print(f"dcp_consolidate: wrote {args.files} files to {args.output_dir}")
     return 0
 
