@@ -133,6 +133,10 @@ void report_trace(const TraceEvent& e) {
   g_sink.write(out.view());
 }
 
+void reset_reporter_after_fork() {
+  g_report_lock.reset_in_child();
+}
+
 void report_notice(const char* message) {
   char text[1024 + kMaxPath];
   TextBuffer out(text, sizeof text);

@@ -63,6 +63,8 @@ void report_violation(const Violation& v);
 void report_trace(const TraceEvent& e);
 // For the open site kept in each description.
 int capture_open_site(void** frames, int max_frames);
+// In the child of fork(): a thread that was reporting does not exist there, so its lock is released.
+void reset_reporter_after_fork();
 // A message that is not a violation ("appendguard: ..."), e.g. a descriptor we could not track.
 void report_notice(const char* text);
 

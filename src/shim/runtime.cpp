@@ -39,6 +39,7 @@ void after_fork_parent() {
 }
 void after_fork_child() {
   g_files.after_fork_child();
+  reset_reporter_after_fork();
   g_owner_pid.store(raw_getpid(), std::memory_order_relaxed);
 }
 

@@ -1,6 +1,7 @@
 """Calls at awkward times: before our constructor, after exit, in signal handlers, around fork/vfork/exec."""
 import os
 import subprocess
+import time
 import unittest
 
 from harness import PYTHON, TempDirTest, child_env, program, read_bytes, results, run, script, violations
@@ -52,6 +53,27 @@ class RobustnessTest(TempDirTest):
         self.assertEqual(r["write_back"], "EOPNOTSUPP")
         self.assertEqual(r["write_end"], "1")
         self.assertEqual(read_bytes(path), b"x" * 10 + b"z")
+
+    def test_fork_while_another_thread_reports(self):
+        fifo = self.path("log.fifo")
+        os.mkfifo(fifo)
+        proc = subprocess.Popen([program("fork_while_reporting"), self.path("a.safetensors"), self.path("b.safetensors")],
+                                env=child_env(APPENDGUARD_LOG=fifo, APPENDGUARD_BACKTRACE="0"),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.0)  # the parent's thread is blocked opening the FIFO, inside its report; fork happened
+        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # lets every report's open through
+        try:
+            out, err = proc.communicate(timeout=20)  # two short reports fit in the FIFO's buffer
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            self.fail("the child's report waited for a lock held by a thread of its parent")
+        finally:
+            text = os.read(reader, 1 << 16).decode()
+            os.close(reader)
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertEqual(results(out)["child_exit"], "0")
+        self.assertEqual(len(violations(text)), 2, text)
 
     def test_unknown_descriptors_and_null_paths_get_libc_answers(self):
         code = ("import ctypes, os\n"
