@@ -34,18 +34,28 @@ static void on_alarm(int sig) {
 
 static const char* errno_name(int e) {
   switch (e) {
-    case EOPNOTSUPP: return "EOPNOTSUPP";
-    case EPERM: return "EPERM";
-    case EBADF: return "EBADF";
-    case EINVAL: return "EINVAL";
-    case EIO: return "EIO";
-    case ENOSPC: return "ENOSPC";
-    case EINTR: return "EINTR";
-    default: return "E?";
+    case EOPNOTSUPP:
+      return "EOPNOTSUPP";
+    case EPERM:
+      return "EPERM";
+    case EBADF:
+      return "EBADF";
+    case EINVAL:
+      return "EINVAL";
+    case EIO:
+      return "EIO";
+    case ENOSPC:
+      return "ENOSPC";
+    case EINTR:
+      return "EINTR";
+    default:
+      return "E?";
   }
 }
 
-static unsigned char pattern_byte(long i) { return (unsigned char)((i * 7 + i / 251) % 256); }
+static unsigned char pattern_byte(long i) {
+  return (unsigned char)((i * 7 + i / 251) % 256);
+}
 
 int main(int argc, char** argv) {
   if (argc < 5) {
@@ -130,8 +140,8 @@ int main(int argc, char** argv) {
     struct itimerval off = {{0, 0}, {0, 0}};
     setitimer(ITIMER_REAL, &off, NULL);
   }
-  printf("shorts=%ld\neintr=%ld\nsignals=%ld\nerrors=%ld\nwritten=%ld\n", shorts, eintr, (long)g_signals, errors,
-         written);
+  printf("shorts=%ld\neintr=%ld\nsignals=%ld\nerrors=%ld\nwritten=%ld\n", shorts, eintr, (long)g_signals,
+         errors, written);
   printf("tell=%ld\n", (long)lseek(fd, 0, SEEK_CUR));
   printf("end=%ld\n", (long)lseek(fd, 0, SEEK_END));
   printf("close=%d\n", close(fd));
