@@ -79,7 +79,19 @@ def main():
         if refused_by_mount:
             fail(f"the mount saw a misplaced write: {refused_by_mount[0]}")
     os.unlink(log)
-    step("unmounted; all steps behaved as described")
+    step("unmounted")
+
+    step("4. audit mode: the same writer on a local disk, to predict cluster failures before a job runs")
+    with tempfile.TemporaryDirectory() as local:
+        target = os.path.join(local, "r.safetensors")
+        audit = run([LAUNCHER, "run", "--audit", "--backtrace", "0", "--"] + RANDOM_WRITER + [target])
+        predicted = [line for line in audit.stderr.splitlines() if line.startswith("appendguard: violation:")]
+        if audit.returncode != 0 or len(predicted) != 4:
+            fail(f"expected the writer to succeed with 4 predictions, got exit {audit.returncode}:\n{audit.stderr}")
+        print(f"    the writer ran unchanged; {len(predicted)} operations would fail on the mount:")
+        for line in predicted:
+            print("      " + line.split(": allowed (audit mode)")[0])
+    step("all steps behaved as described")
     return 0
 
 
