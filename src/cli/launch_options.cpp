@@ -10,7 +10,7 @@ const std::map<std::string, std::string>& valued_options() {
   static const std::map<std::string, std::string> options = {
       {"--paths", "APPENDGUARD_PATHS"},         {"--on-violation", "APPENDGUARD_ON_VIOLATION"},
       {"--errno", "APPENDGUARD_ERRNO"},         {"--log", "APPENDGUARD_LOG"},
-      {"--backtrace", "APPENDGUARD_BACKTRACE"},
+      {"--backtrace", "APPENDGUARD_BACKTRACE"}, {"--reopen", "APPENDGUARD_REOPEN"},
   };
   return options;
 }
@@ -49,9 +49,10 @@ LaunchParse parse_run_arguments(const std::vector<std::string>& args, const std:
         return result;
       }
     } else if (arg.rfind("-", 0) == 0) {
-      result.error = "appendguard run: unknown option '" + arg +
-                     "': accepted: --enforce, --audit, --trace, --paths P, --on-violation error|abort|warn, "
-                     "--errno E, --log L, --backtrace N, --no-python-stack, then -- COMMAND";
+      result.error =
+          "appendguard run: unknown option '" + arg +
+          "': accepted: --enforce, --audit, --trace, --paths P, --on-violation error|abort|warn, "
+          "--errno E, --log L, --backtrace N, --reopen append|rewrite, --no-python-stack, then -- COMMAND";
       return result;
     } else {
       break;  // the command starts here ("--" is optional)

@@ -36,6 +36,8 @@ constexpr const char* kUsage =
     "  --errno E             errno of a refused call (default EOPNOTSUPP)\n"
     "  --log L               stderr (default) or a file; %p pid, %h host, %r rank\n"
     "  --backtrace N         native frames per report (default 32, 0 for none)\n"
+    "  --reopen rewrite      reopen existing files by truncating and writing their bytes back, for stores\n"
+    "                        that cannot append (mountpoint-s3); default append\n"
     "  --no-python-stack     leave the Python stack out of reports\n"
     "doctor: checks the library, the configuration, that interposition works in this environment,\n"
     "  and whether COMMAND can be reached by it (static and Go binaries cannot).\n";

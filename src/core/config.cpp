@@ -191,6 +191,17 @@ ConfigResult parse_config(EnvLookup lookup) {
       return result;
     }
   }
+  if (const char* v = get("APPENDGUARD_REOPEN")) {
+    std::string_view word = v;
+    if (word == "append") {
+      config.reopen = Reopen::kAppend;
+    } else if (word == "rewrite") {
+      config.reopen = Reopen::kRewrite;
+    } else {
+      result.error = bad_value("APPENDGUARD_REOPEN", v, "accepted: append, rewrite");
+      return result;
+    }
+  }
   if (const char* v = get("APPENDGUARD_PYTHON_STACK")) {
     if (!parse_bool(v, config.python_stack)) {
       result.error =

@@ -12,6 +12,10 @@ namespace appendguard {
 
 enum class Mode { kOff, kEnforce, kAudit };
 enum class Action { kError, kAbort, kWarn };
+// How enforce mode reopens an existing file for writing: with O_APPEND (HDFS and most stores), or by
+// truncating it and writing its bytes back (stores that cannot append but replace a file atomically
+// when it is closed, such as mountpoint-s3).
+enum class Reopen { kAppend, kRewrite };
 
 struct Config {
   Mode mode = Mode::kOff;
@@ -22,6 +26,7 @@ struct Config {
   int backtrace_frames = 32;
   bool trace = false;
   bool python_stack = true;
+  Reopen reopen = Reopen::kAppend;
 };
 
 struct ConfigResult {

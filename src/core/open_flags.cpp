@@ -14,6 +14,10 @@ int rewrite_open_flags(int flags) {
   return flags;
 }
 
+int rewrite_open_flags_by_truncation(int flags) {
+  return (flags & ~(O_ACCMODE | O_APPEND)) | O_WRONLY | O_TRUNC;
+}
+
 size_t format_open_flags(int flags, char* out, size_t capacity) {
   struct Name {
     int bit;

@@ -16,6 +16,15 @@ inline bool is_write_open(int flags) {
 // O_APPEND (on HDFS a plain O_WRONLY open replaces the file). Every other flag is kept.
 int rewrite_open_flags(int flags);
 
+// A write open that keeps what the file holds (no O_TRUNC): the case APPENDGUARD_REOPEN decides.
+inline bool keeps_existing_bytes(int flags) {
+  return (flags & O_ACCMODE) != O_RDONLY && !(flags & O_TRUNC) && (flags & O_TMPFILE) != O_TMPFILE;
+}
+
+// APPENDGUARD_REOPEN=rewrite: a write-only truncating open (the existing bytes are written back by the
+// caller). O_CREAT, O_EXCL, O_CLOEXEC and the rest are kept; O_APPEND is dropped.
+int rewrite_open_flags_by_truncation(int flags);
+
 // "O_RDWR|O_CREAT|O_CLOEXEC" into out (NUL-terminated, truncated to capacity). Returns the length.
 size_t format_open_flags(int flags, char* out, size_t capacity);
 

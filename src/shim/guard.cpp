@@ -64,7 +64,7 @@ void explain_refused_rewrite(const OpenRequest& request, const OpenDecision& dec
   std::snprintf(message, sizeof message,
                 "%s(\"%s\"): the filesystem refused the open as rewritten (%s) with %s: it does not append "
                 "to existing files (mountpoint-s3 does so only with --incremental-upload on S3 Express One "
-                "Zone); see docs/limits.md",
+                "Zone); APPENDGUARD_REOPEN=rewrite writes such files anew instead; see docs/limits.md",
                 request.function, decision.path, effective, errno_name(error));
   report_notice(message);
 }
@@ -77,6 +77,7 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
   decision.guarded = false;
   decision.trace_only = false;
   decision.existed = false;
+  decision.rewrite_existing = false;
   decision.flags = request.flags;
   if (!request.path || InternalScope::active()) return;
   Mode mode = current_mode();
@@ -100,6 +101,7 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
   decision.guarded = true;
   if (mode == Mode::kEnforce) {
     decision.flags = rewrite_open_flags(request.flags);
+    decision.rewrite_existing = g_config->reopen == Reopen::kRewrite && keeps_existing_bytes(request.flags);
   } else {
     struct stat64 st;
     decision.existed = fstatat64(request.dirfd, request.path, &st, 0) == 0;
@@ -188,6 +190,60 @@ void adopt_descriptor(int fd, const char* path, int flags) {
   record.readable_by_program = (flags & O_ACCMODE) == O_RDWR;
   record.site = &site;
   g_files.track(fd, record);
+}
+
+char* read_whole_file(int fd, uint64_t size) {
+  char* data = static_cast<char*>(std::malloc(size));
+  if (!data) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  uint64_t done = 0;
+  while (done < size) {
+    ssize_t n = real_read(fd, data + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0) errno = EIO;  // the file shrank under us
+      std::free(data);
+      return nullptr;
+    }
+    done += static_cast<uint64_t>(n);
+  }
+  return data;
+}
+
+uint64_t write_fully(int fd, const char* data, uint64_t size, int& error) {
+  uint64_t done = 0;
+  while (done < size) {
+    ssize_t n = real_write(fd, data + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      error = n < 0 ? errno : EIO;
+      break;
+    }
+    done += static_cast<uint64_t>(n);
+  }
+  return done;
+}
+
+void report_rewrite_failure(const OpenDecision& decision, uint64_t written, uint64_t size, int error) {
+  char message[kMaxPath + 300];
+  if (written == 0 && size > kMaxRewriteBytes) {
+    std::snprintf(message, sizeof message,
+                  "%s: APPENDGUARD_REOPEN=rewrite reads a file back only up to %llu bytes; it has %llu: the "
+                  "open fails with EFBIG",
+                  decision.path, static_cast<unsigned long long>(kMaxRewriteBytes),
+                  static_cast<unsigned long long>(size));
+  } else {
+    std::snprintf(
+        message, sizeof message,
+        "%s: APPENDGUARD_REOPEN=rewrite wrote back %llu of the file's %llu bytes (%s); the open fails. "
+        "On a store that replaces files when they are closed the old file is intact; elsewhere the "
+        "file now holds %llu bytes",
+        decision.path, static_cast<unsigned long long>(written), static_cast<unsigned long long>(size),
+        errno_name(error), static_cast<unsigned long long>(written));
+  }
+  report_notice(message);
 }
 
 // ---------------------------------------------------------------- violations

@@ -23,17 +23,22 @@ struct OpenRequest {
 };
 
 struct OpenDecision {
-  bool guarded = false;     // track the descriptor the real call returns
-  bool trace_only = false;  // matched, but read-only: shown in trace mode, not tracked
-  bool existed = false;     // audit mode: the file was there before the open
-  int flags = 0;            // what to pass to the real call
-  char path[kMaxPath];      // absolute, normalized
+  bool guarded = false;           // track the descriptor the real call returns
+  bool trace_only = false;        // matched, but read-only: shown in trace mode, not tracked
+  bool existed = false;           // audit mode: the file was there before the open
+  bool rewrite_existing = false;  // APPENDGUARD_REOPEN=rewrite: truncate and write the old bytes back
+  int flags = 0;                  // what to pass to the real call
+  char path[kMaxPath];            // absolute, normalized
 };
 
 // Fills `decision` for an open in the current mode. Cheap for every open we leave alone.
 void decide_open(const OpenRequest& request, OpenDecision& decision);
 // Called with the real call's result; returns what the hook returns.
 int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd);
+// Opens as decided with `call(flags)` (the real libc call), then finish_open. Defined in
+// guard_templates.h.
+template <typename Call>
+int open_as_decided(const OpenRequest& request, OpenDecision& decision, Call&& call);
 // A descriptor we did not open, taken in as it is (inherited across exec).
 void adopt_descriptor(int fd, const char* path, int flags);
 

@@ -1,10 +1,74 @@
 // Template bodies of guard.h: the hooks instantiate them with the real libc call as `perform`.
 #pragma once
 
+#include <fcntl.h>
 #include <linux/falloc.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 
+#include "core/open_flags.h"
+#include "shim/real_io.h"
+
 namespace appendguard {
+
+// The largest file APPENDGUARD_REOPEN=rewrite reads back into memory.
+constexpr uint64_t kMaxRewriteBytes = uint64_t{1} << 30;
+
+// Reads all of `fd` (`size` bytes) into a new buffer; null with errno on failure.
+char* read_whole_file(int fd, uint64_t size);
+// Writes all of `data` to `fd`, retrying short writes and EINTR. Returns the bytes written.
+uint64_t write_fully(int fd, const char* data, uint64_t size, int& error);
+void report_rewrite_failure(const OpenDecision& decision, uint64_t written, uint64_t size, int error);
+
+// APPENDGUARD_REOPEN=rewrite, for stores that cannot append to an existing file but replace it
+// atomically when it is closed (mountpoint-s3): read what the file holds, open it truncating, write the
+// bytes back, and leave the position at 0 as the program expects. A missing file is opened with the
+// truncating flags (O_CREAT creates it; without O_CREAT the program gets its ENOENT).
+template <typename Call>
+int reopen_by_rewriting(OpenDecision& decision, Call&& call) {
+  decision.flags = rewrite_open_flags_by_truncation(decision.flags);
+  int reader = call(O_RDONLY | O_CLOEXEC);
+  if (reader < 0) return errno == ENOENT ? call(decision.flags) : -1;
+  struct stat64 st;
+  char* old_bytes = nullptr;
+  uint64_t size = 0;
+  int error = 0;
+  if (fstat64(reader, &st) != 0) {
+    error = errno;
+  } else if ((size = static_cast<uint64_t>(st.st_size)) > kMaxRewriteBytes) {
+    error = EFBIG;
+  } else if (size > 0 && !(old_bytes = read_whole_file(reader, size))) {
+    error = errno;
+  }
+  real_close(reader);
+  if (error) {
+    report_rewrite_failure(decision, 0, size, error);
+    errno = error;
+    return -1;
+  }
+  int fd = call(decision.flags);
+  if (fd >= 0 && size > 0) {
+    uint64_t written = write_fully(fd, old_bytes, size, error);
+    if (written != size) {
+      report_rewrite_failure(decision, written, size, error);
+      real_close(fd);
+      fd = -1;
+    } else {
+      real_lseek64(fd, 0, SEEK_SET);
+    }
+  } else if (fd < 0) {
+    error = errno;
+  }
+  std::free(old_bytes);
+  if (fd < 0) errno = error;
+  return fd;
+}
+
+template <typename Call>
+int open_as_decided(const OpenRequest& request, OpenDecision& decision, Call&& call) {
+  int fd = decision.rewrite_existing ? reopen_by_rewriting(decision, call) : call(decision.flags);
+  return finish_open(request, decision, fd);
+}
 
 inline const char* write_violation_reason(WriteVerdict verdict, const WriteRequest& request) {
   if (verdict == WriteVerdict::kNoAppendFlag) {

@@ -17,7 +17,7 @@ int open_hook(const char* function, int dirfd, const char* path, int flags, Call
   OpenDecision decision;
   decide_open(request, decision);
   if (!decision.guarded && !decision.trace_only) return call(flags);
-  return finish_open(request, decision, call(decision.flags));
+  return open_as_decided(request, decision, call);
 }
 
 }  // namespace

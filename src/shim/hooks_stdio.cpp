@@ -19,10 +19,10 @@ bool stdio_hooks_off() {
 }
 
 // What glibc's fopen would open, with the flags decide_open chose. Tracked (or traced) by finish_open.
-int open_for_stream(const OpenRequest& request, const OpenDecision& decision) {
-  int fd = real_open64(request.path, decision.flags, 0666);
-  if (!decision.guarded && !decision.trace_only) return fd;
-  return finish_open(request, decision, fd);
+int open_for_stream(const OpenRequest& request, OpenDecision& decision) {
+  auto call = [&](int flags) { return real_open64(request.path, flags, 0666); };
+  if (!decision.guarded && !decision.trace_only) return call(decision.flags);
+  return open_as_decided(request, decision, call);
 }
 
 FILE* stream_over(int fd, const FopenMode& mode) {

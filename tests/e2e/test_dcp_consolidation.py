@@ -39,9 +39,9 @@ class DcpConsolidationTest(MountTest):
                                 and f"errno={log_errno} profile={profile} reason=read-handle" in line
                                 for line in refused), (name, refused))
 
-    def check_library_fixes_it(self, profile):
+    def check_library_fixes_it(self, profile, **env):
         self.mount(profile)
-        proc = self.run_lib(dcp(self.m("out")))
+        proc = self.run_lib(dcp(self.m("out")), **env)
         self.assertOk(proc)
         self.assertEqual(violations(proc.stderr), [])
         self.assertTreesEqual(files_of(self.b("out")), self.reference())
@@ -68,8 +68,31 @@ class DcpConsolidationTest(MountTest):
         self.check_library_fixes_it("strict")
 
     # Mountpoint for S3 (and the s3 profile) refuses every write open of an existing object without
-    # O_TRUNC: no append-only rewrite can make the "r+b" reopen work there (docs/limits.md). What must
-    # hold is that the failure is explained and nothing misplaced reaches the store.
+    # O_TRUNC: the default append reopen cannot work there (docs/limits.md). What must hold is that the
+    # failure is explained and nothing misplaced reaches the store; APPENDGUARD_REOPEN=rewrite fixes it.
+    def test_s3_with_library_and_rewrite_reopen_is_byte_identical_to_local(self):
+        self.check_library_fixes_it("s3", APPENDGUARD_REOPEN="rewrite")
+
+    def test_hdfs_with_rewrite_reopen_is_byte_identical_to_local(self):
+        self.check_library_fixes_it("hdfs", APPENDGUARD_REOPEN="rewrite")
+
+    def test_s3_rewrite_that_fails_half_way_leaves_no_misplaced_byte(self):
+        # One file, so the order of writes is known: the header (H bytes) is written, then the store fills up
+        # half-way through writing it back at the reopen. The open fails with ENOSPC, the notice says how
+        # much was written back, and what reached the store is a prefix of the good file.
+        one = [PYTHON, DCP, None, "--files", "1", "--tensors", "2", "--tensor-bytes", "4096", "--workers", "1"]
+        expected = self.local_reference(lambda d: one[:2] + [d] + one[3:])
+        name = "model-00001-of-00001.safetensors"
+        header = 8 + int.from_bytes(expected[name][:8], "little")
+        self.mount("s3", options=(f"fail_after={header + header // 2}",))
+        proc = self.run_lib(one[:2] + [self.m("out")] + one[3:], APPENDGUARD_REOPEN="rewrite")
+        self.assertFails(proc, 1)
+        self.assertIn("[Errno 28] No space left on device", proc.stderr)
+        self.assertIn(f"APPENDGUARD_REOPEN=rewrite wrote back {header // 2} of the file's {header} bytes (ENOSPC)",
+                      proc.stderr)
+        data = files_of(self.b("out"))[name]
+        self.assertEqual(data, expected[name][:header // 2])
+
     def test_s3_with_library_reopen_is_refused_eperm(self):
         # What is true today on s3: the failure moves from EBADF on the first write to EPERM on the
         # reopen, and nothing but the headers reaches the store.

@@ -23,9 +23,9 @@ class StreamsTest(MountTest):
         self.assertEqual(data, EXPECTED)  # the program itself is right
         return data
 
-    def with_library(self, profile, program):
+    def with_library(self, profile, program, **env):
         self.mount(profile)
-        proc = self.run_lib([program, self.m("s.safetensors"), COUNT, SIZE])
+        proc = self.run_lib([program, self.m("s.safetensors"), COUNT, SIZE], **env)
         self.assertOk(proc)
         self.assertEqual(violations(proc.stderr), [])
         self.assertEqual(read_bytes(self.b("s.safetensors")), self.local(program))
@@ -49,6 +49,16 @@ class StreamsTest(MountTest):
 
     def test_strict_cpp_fstream_seekp_end_write(self):
         r = self.with_library("strict", STREAM)
+        self.assertEqual(r["tellp"], "64")
+        self.assertEqual(r["tellp_after"], str(len(EXPECTED)))
+
+    def test_s3_stdio_with_rewrite_reopen(self):
+        r = self.with_library("s3", STDIO, APPENDGUARD_REOPEN="rewrite")
+        self.assertEqual(r["ftell"], "64")
+        self.assertEqual(r["ftell_after"], str(len(EXPECTED)))
+
+    def test_s3_cpp_fstream_with_rewrite_reopen(self):
+        r = self.with_library("s3", STREAM, APPENDGUARD_REOPEN="rewrite")
         self.assertEqual(r["tellp"], "64")
         self.assertEqual(r["tellp_after"], str(len(EXPECTED)))
 

@@ -205,6 +205,24 @@ class EnforceTest(TempDirTest):
         self.assertIn("  opened at:\n", err)
         self.assertIn("case_culprit", err.split("  opened at:\n", 1)[1])
 
+    def test_rewrite_reopen_writes_the_old_bytes_back_and_guards_the_same(self):
+        guarded, plain = self.path("rw.safetensors"), self.path("rw-plain.safetensors")
+        r, err = self.probe("dcp", guarded, APPENDGUARD_REOPEN="rewrite", APPENDGUARD_TRACE="1")
+        self.assertEqual(r["seek_end"], "64")
+        self.assertEqual(r["tell"], "3064")
+        self.assertIn("flags=O_RDWR effective=O_WRONLY|O_TRUNC size=64", err)
+        self.assertOk(run([program("probe"), "dcp", plain], mode=None, preload=False))
+        self.assertEqual(read_bytes(guarded), read_bytes(plain))
+        path = self.path("rwb.safetensors")
+        r, err = self.probe("backward", path, APPENDGUARD_REOPEN="rewrite")
+        self.assertEqual(r["seek"], "10")
+        self.assertEqual(r["write_back"], "-1 errno=EOPNOTSUPP")
+        self.assertEqual(r["seek_end"], "100")
+        self.assertEqual(r["write_end"], "5")
+        self.assertEqual(read_bytes(path), b"a" * 100 + b"c" * 5)
+        r, _ = self.probe("missing", self.path("none.safetensors"), APPENDGUARD_REOPEN="rewrite")
+        self.assertEqual(r["open_rw_missing"], "-1 errno=ENOENT")
+
     def test_unmatched_paths_are_untouched(self):
         path = self.path("plain.bin")
         r, err = self.probe("backward", path)

@@ -111,6 +111,8 @@ class ModesTest(TempDirTest):
             ({"APPENDGUARD_BACKTRACE": "many"}, "APPENDGUARD_BACKTRACE='many'"),
             ({"APPENDGUARD_LOG": ""}, "APPENDGUARD_LOG=''"),
             ({"APPENDGUARD_TRACE": "2"}, "APPENDGUARD_TRACE='2'"),
+            ({"APPENDGUARD_REOPEN": "copy"}, "APPENDGUARD_REOPEN='copy'"),
+            ({"APPENDGUARD_PYTHON_STACK": "sometimes"}, "APPENDGUARD_PYTHON_STACK='sometimes'"),
         ]
         for env, named in cases:
             with self.subTest(env=env):

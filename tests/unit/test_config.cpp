@@ -115,3 +115,11 @@ TEST_CASE("every error is one line") {
   ConfigResult r = parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_PATHS", "a/b"}});
   CHECK(r.error.find('\n') == std::string::npos);
 }
+
+TEST_CASE("reopen strategy") {
+  CHECK(parse({{"APPENDGUARD", "1"}}).config.reopen == Reopen::kAppend);
+  CHECK(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_REOPEN", "append"}}).config.reopen == Reopen::kAppend);
+  CHECK(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_REOPEN", "rewrite"}}).config.reopen == Reopen::kRewrite);
+  ConfigResult r = parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_REOPEN", "copy"}});
+  CHECK(r.error == "appendguard: invalid APPENDGUARD_REOPEN='copy': accepted: append, rewrite");
+}

@@ -25,10 +25,10 @@ TEST_CASE("run sets the preload library first and enforce by default") {
 }
 
 TEST_CASE("options map to variables, with or without '='") {
-  LaunchParse r = parse_run_arguments(
-      {"--audit", "--trace", "--paths", "*.bin", "--log=/tmp/ag-%p.log", "--on-violation", "abort",
-       "--errno=EPERM", "--backtrace", "4", "--no-python-stack", "torchrun", "--nproc", "2"},
-      "/lib.so", "");
+  LaunchParse r = parse_run_arguments({"--audit", "--trace", "--paths", "*.bin", "--log=/tmp/ag-%p.log",
+                                       "--on-violation", "abort", "--errno=EPERM", "--backtrace", "4",
+                                       "--no-python-stack", "--reopen=rewrite", "torchrun", "--nproc", "2"},
+                                      "/lib.so", "");
   REQUIRE(r.ok());
   CHECK(value_of(r.plan, "APPENDGUARD") == "audit");
   CHECK(value_of(r.plan, "APPENDGUARD_TRACE") == "1");
@@ -38,6 +38,7 @@ TEST_CASE("options map to variables, with or without '='") {
   CHECK(value_of(r.plan, "APPENDGUARD_ERRNO") == "EPERM");
   CHECK(value_of(r.plan, "APPENDGUARD_BACKTRACE") == "4");
   CHECK(value_of(r.plan, "APPENDGUARD_PYTHON_STACK") == "0");
+  CHECK(value_of(r.plan, "APPENDGUARD_REOPEN") == "rewrite");
   CHECK(value_of(r.plan, "LD_PRELOAD") == "/lib.so");
   CHECK(r.plan.command == std::vector<std::string>{"torchrun", "--nproc", "2"});
 }

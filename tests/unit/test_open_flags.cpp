@@ -47,3 +47,14 @@ TEST_CASE("format") {
   format_open_flags(O_RDWR | O_CREAT, small, sizeof small);
   CHECK(std::string(small) == "O_RDW");
 }
+
+TEST_CASE("opens that keep the existing bytes, and their rewrite by truncation") {
+  CHECK(keeps_existing_bytes(O_RDWR));
+  CHECK(keeps_existing_bytes(O_WRONLY | O_CREAT));
+  CHECK(keeps_existing_bytes(O_WRONLY | O_APPEND));
+  CHECK_FALSE(keeps_existing_bytes(O_RDONLY));
+  CHECK_FALSE(keeps_existing_bytes(O_RDWR | O_TRUNC));
+  CHECK_FALSE(keeps_existing_bytes(O_RDWR | O_TMPFILE));
+  CHECK(rewrite_open_flags_by_truncation(O_RDWR | O_CLOEXEC) == (O_WRONLY | O_TRUNC | O_CLOEXEC));
+  CHECK(rewrite_open_flags_by_truncation(O_WRONLY | O_APPEND | O_CREAT) == (O_WRONLY | O_TRUNC | O_CREAT));
+}
