@@ -63,21 +63,22 @@ APPENDGUARD_FD_HOOK(ssize_t, preadv64v2, fd,
 namespace {
 
 template <typename Real>
-void* mmap_hook(int fd, int prot, int flags, Real&& real) {
-  Description* d = fd >= 0 ? tracked_description(fd) : nullptr;
+void* map_and_note(int fd, int prot, int flags, Real&& real) {
+  Description* d = tracked_description(fd);
   void* result = real();
-  if (__builtin_expect(d != nullptr, 0)) {
-    keep_errno([&](int error) { note_mmap(fd, d, prot, flags, result == MAP_FAILED, error); });
-  }
+  if (d) keep_errno([&](int error) { note_mmap(fd, d, prot, flags, result == MAP_FAILED, error); });
   return result;
 }
 
 }  // namespace
 
-APPENDGUARD_HOOK void* mmap(void* addr, size_t length, int prot, int flags, int fd, off_t offset) {
-  return mmap_hook(fd, prot, flags, [&] { return real_mmap(addr, length, prot, flags, fd, offset); });
+APPENDGUARD_FD_HOOK(void*, mmap, fd, (void* addr, size_t length, int prot, int flags, int fd, off_t offset),
+                    (addr, length, prot, flags, fd, offset)) {
+  return map_and_note(fd, prot, flags, [&] { return real_mmap(addr, length, prot, flags, fd, offset); });
 }
 
-APPENDGUARD_HOOK void* mmap64(void* addr, size_t length, int prot, int flags, int fd, off64_t offset) {
-  return mmap_hook(fd, prot, flags, [&] { return real_mmap64(addr, length, prot, flags, fd, offset); });
+APPENDGUARD_FD_HOOK(void*, mmap64, fd,
+                    (void* addr, size_t length, int prot, int flags, int fd, off64_t offset),
+                    (addr, length, prot, flags, fd, offset)) {
+  return map_and_note(fd, prot, flags, [&] { return real_mmap64(addr, length, prot, flags, fd, offset); });
 }
