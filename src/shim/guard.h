@@ -67,6 +67,12 @@ off64_t guarded_seek(const char* operation, int fd, Description* d, off64_t offs
                      RealSeek&& real_seek);
 void note_duplicate(const char* operation, int old_fd, int new_fd);
 void note_close(int fd);
+// A descriptor number the kernel just handed out for something we do not guard: if we still track that
+// number, it was closed behind our back (a raw syscall, glibc closing internally) and is forgotten.
+inline int forget_if_stale(int fd) {
+  if (__builtin_expect(g_files.lookup(fd) != nullptr, 0)) note_close(fd);
+  return fd;
+}
 void note_close_range(unsigned first, unsigned last);
 // F_SETFL: O_APPEND cannot be cleared on a descriptor we made append-only. Returns the flags to set.
 int setfl_flags(Description* d, int requested);

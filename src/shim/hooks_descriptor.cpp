@@ -39,7 +39,7 @@ APPENDGUARD_HOOK void closefrom(int lowfd) {
 
 APPENDGUARD_HOOK int dup(int fd) {
   int result = real_dup(fd);
-  if (__builtin_expect(result >= 0 && g_files.lookup(fd) != nullptr, 0)) {
+  if (__builtin_expect(result >= 0 && (g_files.lookup(fd) || g_files.lookup(result)), 0)) {
     keep_errno([&](int) { note_duplicate("dup", fd, result); });
   }
   return result;
@@ -68,12 +68,14 @@ namespace {
 // (glibc's own fcntl reads it as a pointer too).
 template <typename Real>
 int fcntl_hook(const char* operation, int fd, int cmd, void* arg, Real&& real) {
-  if (__builtin_expect(g_files.lookup(fd) == nullptr, 1)) return real(arg);
   if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
     int result = real(arg);
-    if (result >= 0) keep_errno([&](int) { note_duplicate(operation, fd, result); });
+    if (__builtin_expect(result >= 0 && (g_files.lookup(fd) || g_files.lookup(result)), 0)) {
+      keep_errno([&](int) { note_duplicate(operation, fd, result); });
+    }
     return result;
   }
+  if (__builtin_expect(g_files.lookup(fd) == nullptr, 1)) return real(arg);
   Description* d = tracked_description(fd);
   if (cmd != F_SETFL || !d) return real(arg);
   int requested = static_cast<int>(reinterpret_cast<intptr_t>(arg));
@@ -81,8 +83,9 @@ int fcntl_hook(const char* operation, int fd, int cmd, void* arg, Real&& real) {
   int result = real(reinterpret_cast<void*>(static_cast<intptr_t>(applied)));
   keep_errno([&](int error) {
     note_setfl(d, requested, applied, result);
-    if (tracing())
+    if (tracing()) {
       trace(operation, fd, d->path, result, error, "F_SETFL %#x (applied %#x)", requested, applied);
+    }
   });
   return result;
 }

@@ -12,11 +12,11 @@ template <typename Call>
 int open_hook(const char* function, int dirfd, const char* path, int flags, Call&& call) {
   if (__builtin_expect(current_mode() == Mode::kOff, 1)) return call(flags);
   // Read-only opens are only of interest to the trace.
-  if (__builtin_expect(!is_write_open(flags) && !g_config->trace, 1)) return call(flags);
+  if (__builtin_expect(!is_write_open(flags) && !g_config->trace, 1)) return forget_if_stale(call(flags));
   OpenRequest request{function, dirfd, path, flags};
   OpenDecision decision;
   decide_open(request, decision);
-  if (!decision.guarded && !decision.trace_only) return call(flags);
+  if (!decision.guarded && !decision.trace_only) return forget_if_stale(call(flags));
   return open_as_decided(request, decision, call);
 }
 

@@ -181,6 +181,18 @@ int guarded_vdprintf(const char* operation, int fd, Description* d, const char* 
 
 }  // namespace
 
+// glibc closes a stream's descriptor internally. A glibc stream can hold a tracked descriptor (freopen
+// onto a guarded path): forget it first, or the next file to get that number would be checked as this
+// one. Cookie streams close through our own callback.
+APPENDGUARD_HOOK int fclose(FILE* stream) {
+  int fd = stream ? stream->_fileno : -1;
+  if (__builtin_expect(g_files.lookup(fd) != nullptr, 0) && !is_cookie_stream(stream)) {
+    real_fflush(stream);  // its last bytes reach the descriptor while it is still the one we know
+    note_close(fd);
+  }
+  return real_fclose(stream);
+}
+
 APPENDGUARD_HOOK FILE* fopen(const char* path, const char* mode) {
   return fopen_hook("fopen", path, mode, [](const char* p, const char* m) { return real_fopen(p, m); });
 }

@@ -180,6 +180,16 @@ class EnforceTest(TempDirTest):
         self.assertEqual(r["rewrite_other"], "10")
         self.assertEqual(violations(err), [])
 
+    def test_descriptors_closed_behind_our_back_are_not_checked_as_the_old_file(self):
+        for case in ("rawclose", "freopen_close"):
+            with self.subTest(case=case):
+                r, err = self.probe(case, self.path(f"{case}.safetensors"), self.path(f"{case}.bin"))
+                self.assertEqual(r["same_number"], "1")
+                self.assertEqual(r["write_other"], "10")
+                self.assertEqual(r["rewrite_other"], "10")  # not refused: that number is another file now
+                self.assertEqual(violations(err), [])
+        self.assertEqual(read_bytes(self.path("freopen_close.safetensors")), b"through glibc")
+
     def test_openat_and_creat_are_guarded(self):
         r, err = self.probe("openat", self.dir, "at.safetensors", cwd=self.dir)
         self.assertEqual(r["write"], "10")

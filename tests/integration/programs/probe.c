@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -374,6 +375,36 @@ static int case_inherited(const char* fd_text) {
   return 0;
 }
 
+// The guarded descriptor is closed where no hook sees it; the next file to get its number is not guarded.
+static int reuse_number(int closed, const char* other) {
+  int again = open(other, O_RDWR | O_CREAT | O_TRUNC, 0644);
+  show("same_number", again == closed);
+  char buf[10];
+  fill(buf, sizeof buf, 'o');
+  show("write_other", write(again, buf, sizeof buf));
+  show("seek_other_back", lseek(again, 0, SEEK_SET));
+  show("rewrite_other", write(again, buf, sizeof buf));
+  close(again);
+  return 0;
+}
+
+static int case_rawclose(const char* guarded, const char* other) {
+  int fd = open(guarded, O_RDWR | O_CREAT | O_TRUNC, 0644);
+  show("raw_close", syscall(SYS_close, fd));
+  return reuse_number(fd, other);
+}
+
+static int case_freopen_close(const char* guarded, const char* other) {
+  int fd = dup(STDIN_FILENO);  // a glibc stream to freopen onto the guarded file
+  FILE* stream = fdopen(fd, "r");
+  stream = freopen(guarded, "w", stream);
+  if (!stream) return 1;
+  int number = fileno(stream);
+  fputs("through glibc", stream);
+  show("fclose", fclose(stream));
+  return reuse_number(number, other);
+}
+
 static int case_missing(const char* path) {
   show("open_rw_missing", open(path, O_RDWR));
   return 0;
@@ -403,6 +434,8 @@ int main(int argc, char** argv) {
   if (!strcmp(c, "openat") && argc > 3) return case_openat(argv[2], argv[3]);
   if (!strcmp(c, "missing")) return case_missing(argv[2]);
   if (!strcmp(c, "inherited")) return case_inherited(argv[2]);
+  if (!strcmp(c, "rawclose") && argc > 3) return case_rawclose(argv[2], argv[3]);
+  if (!strcmp(c, "freopen_close") && argc > 3) return case_freopen_close(argv[2], argv[3]);
   fprintf(stderr, "probe: unknown case %s\n", c);
   return 2;
 }
