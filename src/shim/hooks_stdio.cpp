@@ -1,7 +1,7 @@
 // stdio on guarded files: fopen, fopen64, fdopen and freopen, and dprintf to guarded descriptors. glibc's
 // streams do their I/O through internal aliases that no hook sees, so guarded files get streams of our
 // own (cookie_stream.h); every other stream is glibc's, untouched. Untracked streams cost nothing: there
-// is no hook on fwrite, putc, fflush or fileno.
+// is no hook on fwrite, putc, fflush or fileno, and fclose tests one table slot.
 #include <stdarg.h>
 #include <stdlib.h>
 #include <sys/stat.h>
