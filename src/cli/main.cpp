@@ -86,6 +86,25 @@ std::string find_in_path(const std::string& command) {
   return {};
 }
 
+// The program a "#!" line runs: its first word, or for "/usr/bin/env NAME" the NAME found in PATH.
+std::string script_interpreter(const std::string& shebang) {
+  std::vector<std::string> words;
+  size_t at = 0;
+  while (at < shebang.size()) {
+    size_t start = shebang.find_first_not_of(" \t", at);
+    if (start == std::string::npos) break;
+    size_t end = shebang.find_first_of(" \t", start);
+    words.push_back(shebang.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    at = end == std::string::npos ? shebang.size() : end;
+  }
+  if (words.empty()) return {};
+  if (words[0].size() >= 4 && words[0].substr(words[0].size() - 4) == "/env" && words.size() > 1) {
+    std::string found = find_in_path(words[1]);
+    return found.empty() ? words[1] : found;
+  }
+  return words[0];
+}
+
 // The configuration the command would get, checked with the library's own parser and messages.
 std::string check_configuration(const LaunchPlan& plan) {
   static std::map<std::string, std::string> merged;
@@ -183,8 +202,7 @@ int doctor(const std::vector<std::string>& args) {
     std::printf("command:        %s: %s%s%s\n", path.empty() ? args[0].c_str() : path.c_str(),
                 describe(check.kind), check.detail.empty() ? "" : ": ", check.detail.c_str());
     if (check.kind == BinaryKind::kScript) {
-      std::string interpreter = check.detail.substr(0, check.detail.find(' '));
-      while (!interpreter.empty() && interpreter[0] == ' ') interpreter.erase(0, 1);
+      std::string interpreter = script_interpreter(check.detail);
       BinaryCheck inner = check_binary(interpreter);
       std::printf("interpreter:    %s: %s\n", interpreter.c_str(), describe(inner.kind));
       if (inner.kind != BinaryKind::kDynamic) ++problems;
