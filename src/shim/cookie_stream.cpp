@@ -69,10 +69,7 @@ ssize_t cookie_write(void* cookie, const char* buf, size_t size) {
 
 void advance_position(int fd, Description* d, ssize_t count) {
   if (count <= 0) return;
-  if (TrackedFile* file = lock_description(fd, d)) {
-    d->position += static_cast<uint64_t>(count);
-    file->lock.unlock();
-  }
+  if (HeldFile file(fd, d); file) d->position += static_cast<uint64_t>(count);
 }
 
 // Reads are reported like descriptor reads, except right after a SEEK_SET: glibc's fseek to an offset

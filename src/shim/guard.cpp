@@ -294,15 +294,59 @@ bool descriptor_path(int fd, char* out, size_t capacity) {
   return true;
 }
 
-TrackedFile* lock_description(int fd, Description* d) {
+namespace {
+
+// The file whose lock this thread holds. Set before taking the lock and cleared after releasing it, so
+// that a signal arriving in between errs on the side of not waiting.
+__attribute__((tls_model("initial-exec"))) constinit thread_local TrackedFile* t_held_file = nullptr;
+
+}  // namespace
+
+HeldFile::HeldFile(int fd, Description* d) {
+  reacquire(fd, d);
+}
+
+void HeldFile::reacquire(int fd, Description* d) {
   TrackedFile* file = d->file;
-  if (!file) return nullptr;
+  if (!file) return;
+  if (t_held_file == file) {
+    interrupted_call_ = true;
+    return;
+  }
+  previous_ = t_held_file;
+  t_held_file = file;
   file->lock.lock();
   if (g_files.lookup(fd) != d || d->file != file) {
     file->lock.unlock();
-    return nullptr;
+    t_held_file = previous_;
+    return;
   }
-  return file;
+  file_ = file;
+}
+
+void HeldFile::release() {
+  if (!file_) return;
+  file_->lock.unlock();
+  t_held_file = previous_;
+  file_ = nullptr;
+}
+
+ssize_t refuse_write_from_interrupting_handler(const char* operation, int fd, Description* d,
+                                               const WriteRequest& request) {
+  Violation v =
+      violation_on(operation, fd, d, d->file->end_of_file,
+                   "a signal handler writes to the file whose write it interrupted; the interrupted "
+                   "write has not recorded its bytes yet, so this one cannot be placed at the end");
+  v.has_count = true;
+  v.count = request.count;
+  v.outcome = Outcome::kRefused;
+  v.error = g_config->violation_errno;
+  {
+    InternalScope internal;
+    report_violation(v);
+  }
+  errno = g_config->violation_errno;
+  return -1;
 }
 
 // ---------------------------------------------------------------- copies
@@ -382,10 +426,10 @@ int setfl_flags(Description* d, int requested) {
   return requested;
 }
 
-void note_setfl(Description* d, int requested, int applied, int result) {
+void note_setfl(int fd, Description* d, int requested, int applied, int result) {
   if (result != 0) return;
-  TrackedFile* file = d->file;
-  LockGuard guard(file->lock);
+  HeldFile file(fd, d);
+  if (!file) return;
   // F_GETFL shows the O_APPEND we added, so a program passing it back is not asking to append.
   if (requested & O_APPEND) {
     if (!d->kernel_appends) d->program_appends = true;
@@ -409,10 +453,7 @@ bool guarded_path(const char* path, char* full_path) {
 void note_read(const char* operation, int fd, Description* d, bool moves_position, ssize_t result,
                int error) {
   if (moves_position && result > 0) {
-    if (TrackedFile* file = lock_description(fd, d)) {
-      d->position += static_cast<uint64_t>(result);
-      file->lock.unlock();
-    }
+    if (HeldFile file(fd, d); file) d->position += static_cast<uint64_t>(result);
   }
   const bool enforce = g_config->mode == Mode::kEnforce;
   bool made_write_only =

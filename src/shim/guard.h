@@ -76,7 +76,7 @@ inline int forget_if_stale(int fd) {
 void note_close_range(unsigned first, unsigned last);
 // F_SETFL: O_APPEND cannot be cleared on a descriptor we made append-only. Returns the flags to set.
 int setfl_flags(Description* d, int requested);
-void note_setfl(Description* d, int requested, int applied, int result);
+void note_setfl(int fd, Description* d, int requested, int applied, int result);
 
 // ftruncate/fallocate on a tracked fd: allowed when it leaves the size as it is.
 struct Resize {
@@ -102,9 +102,29 @@ void trace(const char* operation, int fd, const char* path, long long result, in
 // The path the kernel has for `fd` (readlink of /proc/self/fd/N), NUL-terminated.
 bool descriptor_path(int fd, char* out, size_t capacity);
 
-// Locks `d`'s file, making sure `fd` still refers to `d` (a racing close may have recycled it).
-// Returns the locked file, or null if `fd` is no longer ours.
-TrackedFile* lock_description(int fd, Description* d);
+// The lock of `d`'s file, held for a scope. Not taken when `fd` no longer refers to `d` (a racing close
+// may have recycled it), nor when this thread already holds it: a signal handler that interrupted a
+// guarded call on the same file must not wait for its own thread (that would never return).
+class HeldFile {
+ public:
+  HeldFile(int fd, Description* d);
+  ~HeldFile() { release(); }
+  HeldFile(const HeldFile&) = delete;
+  HeldFile& operator=(const HeldFile&) = delete;
+
+  explicit operator bool() const { return file_ != nullptr; }
+  TrackedFile* operator->() const { return file_; }
+  // The lock was not taken because this thread holds it (see above).
+  bool held_by_interrupted_call() const { return interrupted_call_; }
+  // Takes the lock again after release() (null check as for the constructor).
+  void reacquire(int fd, Description* d);
+  void release();
+
+ private:
+  TrackedFile* file_ = nullptr;
+  TrackedFile* previous_ = nullptr;
+  bool interrupted_call_ = false;
+};
 
 }  // namespace appendguard
 

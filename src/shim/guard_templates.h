@@ -84,10 +84,17 @@ inline const char* write_violation_reason(WriteVerdict verdict, const WriteReque
 // tail call, with no registers to save.
 #define APPENDGUARD_SLOW_PATH __attribute__((noinline, cold))
 
+// A signal handler writing to the file whose guarded call it interrupted: that call holds the file's
+// lock and has not recorded its own bytes yet, so this write cannot be placed. It is refused.
+ssize_t refuse_write_from_interrupting_handler(const char* operation, int fd, Description* d,
+                                               const WriteRequest& request);
+
 template <typename Perform>
 APPENDGUARD_SLOW_PATH ssize_t guarded_write(const char* operation, int fd, Description* d,
                                             const WriteRequest& request, Perform&& perform) {
-  TrackedFile* file = lock_description(fd, d);
+  HeldFile file(fd, d);
+  if (file.held_by_interrupted_call())
+    return refuse_write_from_interrupting_handler(operation, fd, d, request);
   if (!file) return perform();
   PositionState state = d->snapshot();
   const bool enforce = g_config->mode == Mode::kEnforce;
@@ -101,7 +108,7 @@ APPENDGUARD_SLOW_PATH ssize_t guarded_write(const char* operation, int fd, Descr
     v.offset = static_cast<int64_t>(check.intended_offset);
     v.landing_offset = check.landing_offset;
     ++d->violations;
-    file->lock.unlock();
+    file.release();
     if (!handle_violation(v)) {
       int error = errno;
       if (tracing()) {
@@ -113,7 +120,7 @@ APPENDGUARD_SLOW_PATH ssize_t guarded_write(const char* operation, int fd, Descr
       errno = error;
       return -1;
     }
-    file = lock_description(fd, d);
+    file.reacquire(fd, d);
     if (!file) return perform();
     state = d->snapshot();
     check = check_write(state, request, false);
@@ -124,7 +131,7 @@ APPENDGUARD_SLOW_PATH ssize_t guarded_write(const char* operation, int fd, Descr
     apply_write(state, request, check.landing_offset, static_cast<uint64_t>(result));
     d->store(state);
   }
-  file->lock.unlock();
+  file.release();
   if (tracing()) {
     trace(operation, fd, d->path, result, error, "bytes=%llu offset=%llu end_of_file=%llu",
           static_cast<unsigned long long>(request.count),
@@ -138,7 +145,7 @@ APPENDGUARD_SLOW_PATH ssize_t guarded_write(const char* operation, int fd, Descr
 template <typename RealSeek>
 APPENDGUARD_SLOW_PATH off64_t guarded_seek(const char* operation, int fd, Description* d, off64_t offset,
                                            int whence, RealSeek&& real_seek) {
-  TrackedFile* file = lock_description(fd, d);
+  HeldFile file(fd, d);
   if (!file) return real_seek();
   off64_t result;
   int error = 0;
@@ -154,7 +161,7 @@ APPENDGUARD_SLOW_PATH off64_t guarded_seek(const char* operation, int fd, Descri
     if (result >= 0) d->position = static_cast<uint64_t>(result);
   }
   uint64_t end = file->end_of_file;
-  file->lock.unlock();
+  file.release();
   if (tracing()) {
     trace(operation, fd, d->path, result, error, "offset=%lld whence=%d end_of_file=%llu",
           static_cast<long long>(offset), whence, static_cast<unsigned long long>(end));
@@ -178,10 +185,12 @@ inline uint64_t end_after_resize(const Resize& r, uint64_t end) {
 template <typename Perform>
 APPENDGUARD_SLOW_PATH int guarded_resize(const char* operation, int fd, Description* d, const Resize& resize,
                                          Perform&& perform) {
-  TrackedFile* file = lock_description(fd, d);
-  if (!file) return perform();
-  uint64_t end = file->end_of_file;
-  file->lock.unlock();
+  uint64_t end = 0;
+  {
+    HeldFile file(fd, d);
+    if (!file) return perform();
+    end = file->end_of_file;
+  }
   const bool is_noop = resize_is_noop(resize, end);
   if (is_noop && g_config->mode == Mode::kEnforce) {
     // The size stays as it is: nothing to ask of a mount that refuses resizing.
@@ -207,9 +216,8 @@ APPENDGUARD_SLOW_PATH int guarded_resize(const char* operation, int fd, Descript
   }
   int result = perform();
   int error = resize.returns_error ? result : errno;
-  if (result == 0 && (file = lock_description(fd, d))) {
-    file->end_of_file = end_after_resize(resize, file->end_of_file);
-    file->lock.unlock();
+  if (result == 0) {
+    if (HeldFile file(fd, d); file) file->end_of_file = end_after_resize(resize, file->end_of_file);
   }
   if (tracing()) {
     trace(operation, fd, d->path, result == 0 ? 0 : -1, error, "offset=%lld length=%lld",

@@ -82,7 +82,7 @@ int fcntl_hook(const char* operation, int fd, int cmd, void* arg, Real&& real) {
   int applied = setfl_flags(d, requested);
   int result = real(reinterpret_cast<void*>(static_cast<intptr_t>(applied)));
   keep_errno([&](int error) {
-    note_setfl(d, requested, applied, result);
+    note_setfl(fd, d, requested, applied, result);
     if (tracing()) {
       trace(operation, fd, d->path, result, error, "F_SETFL %#x (applied %#x)", requested, applied);
     }

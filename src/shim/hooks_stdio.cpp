@@ -133,12 +133,9 @@ void make_descriptor_append(int fd, Description* d) {
   int flags = real_fcntl(fd, F_GETFL);
   if (flags >= 0 && !(flags & O_APPEND)) {
     int applied = setfl_flags(d, flags | O_APPEND);
-    note_setfl(d, flags | O_APPEND, applied, real_fcntl(fd, F_SETFL, applied));
+    note_setfl(fd, d, flags | O_APPEND, applied, real_fcntl(fd, F_SETFL, applied));
   }
-  if (TrackedFile* file = lock_description(fd, d)) {
-    d->program_appends = true;
-    file->lock.unlock();
-  }
+  if (HeldFile file(fd, d); file) d->program_appends = true;
 }
 
 // ---------------------------------------------------------------- dprintf

@@ -75,6 +75,23 @@ class RobustnessTest(TempDirTest):
         self.assertEqual(results(out)["child_exit"], "0")
         self.assertEqual(len(violations(text)), 2, text)
 
+    def test_signal_handler_writing_the_file_its_thread_is_writing(self):
+        path = self.path("reentry.safetensors")
+        try:
+            proc = run([program("signal_reentry"), path], timeout=60, APPENDGUARD_BACKTRACE="4")
+        except subprocess.TimeoutExpired:
+            self.fail("the handler's write waited for the lock its own thread holds")
+        self.assertOk(proc)
+        r = results(proc.stdout)
+        self.assertEqual(r["main_written"], str(256 << 20))
+        if r["handler_result"] == "-1":
+            self.assertEqual(r["handler_errno"], "95")
+            self.assertIn("a signal handler writes to the file whose write it interrupted", proc.stderr)
+            self.assertEqual(os.path.getsize(path), 256 << 20)
+        else:  # the signal came between two writes: an ordinary append
+            self.assertEqual(r["handler_result"], "1")
+            self.assertEqual(os.path.getsize(path), (256 << 20) + 1)
+
     def test_unknown_descriptors_and_null_paths_get_libc_answers(self):
         code = ("import ctypes, os\n"
                 "libc = ctypes.CDLL(None, use_errno=True)\n"
