@@ -83,14 +83,14 @@ class RobustnessTest(TempDirTest):
             self.fail("the handler's write waited for the lock its own thread holds")
         self.assertOk(proc)
         r = results(proc.stdout)
-        self.assertEqual(r["main_written"], str(256 << 20))
+        self.assertEqual(r["main_written"], str(64 << 20))
         if r["handler_result"] == "-1":
             self.assertEqual(r["handler_errno"], "95")
             self.assertIn("a signal handler writes to the file whose write it interrupted", proc.stderr)
-            self.assertEqual(os.path.getsize(path), 256 << 20)
+            self.assertEqual(os.path.getsize(path), 64 << 20)
         else:  # the signal came between two writes: an ordinary append
             self.assertEqual(r["handler_result"], "1")
-            self.assertEqual(os.path.getsize(path), (256 << 20) + 1)
+            self.assertEqual(os.path.getsize(path), (64 << 20) + 1)
 
     def test_unknown_descriptors_and_null_paths_get_libc_answers(self):
         code = ("import ctypes, os\n"

@@ -25,14 +25,14 @@ static void on_signal(int sig) {
 
 static void* interrupter(void* main_thread) {
   while (!g_writing) usleep(100);
-  usleep(2000);  // well inside the write of 256 MiB
+  usleep(1000);  // well inside the write of 64 MiB
   pthread_kill(*(pthread_t*)main_thread, SIGUSR1);
   return NULL;
 }
 
 int main(int argc, char** argv) {
   if (argc < 2) return 2;
-  const size_t size = (size_t)256 << 20;
+  const size_t size = (size_t)64 << 20;
   char* data = malloc(size);
   if (!data) return 3;
   memset(data, 'd', size);
