@@ -32,12 +32,35 @@ struct WriteCheck {
   uint64_t landing_offset = 0;   // where the kernel will put them if the call goes through
 };
 
-// `refuse_noappend`: enforce mode, where RWF_NOAPPEND would bypass the O_APPEND we added.
-WriteCheck check_write(const PositionState& state, const WriteRequest& request, bool refuse_noappend);
+// `refuse_noappend`: enforce mode, where RWF_NOAPPEND would bypass the O_APPEND we added. Inline, like
+// apply_write: both run on every guarded write.
+inline WriteCheck check_write(const PositionState& state, const WriteRequest& request, bool refuse_noappend) {
+  WriteCheck check;
+  const bool appends = state.kernel_appends && !request.rwf_noappend;
+  if (request.has_offset) {
+    check.intended_offset = request.offset;
+    // Linux: pwrite on an O_APPEND descriptor appends whatever the offset (man 2 pwrite, BUGS).
+    check.landing_offset = appends ? state.end_of_file : request.offset;
+  } else {
+    bool to_end = state.program_appends || request.rwf_append;
+    check.intended_offset = to_end ? state.end_of_file : state.position;
+    check.landing_offset = (appends || request.rwf_append) ? state.end_of_file : state.position;
+  }
+  if (request.rwf_noappend && refuse_noappend) {
+    check.verdict = WriteVerdict::kNoAppendFlag;
+  } else if (request.count > 0 && check.intended_offset != state.end_of_file) {
+    check.verdict = WriteVerdict::kNotAtEnd;
+  }
+  return check;
+}
 
 // Advances position and end of file after `written` bytes landed at `landing_offset`.
-void apply_write(PositionState& state, const WriteRequest& request, uint64_t landing_offset,
-                 uint64_t written);
+inline void apply_write(PositionState& state, const WriteRequest& request, uint64_t landing_offset,
+                        uint64_t written) {
+  uint64_t end = landing_offset + written;
+  if (end > state.end_of_file) state.end_of_file = end;
+  if (!request.has_offset) state.position = end;
+}
 
 struct SeekResult {
   off64_t offset = -1;

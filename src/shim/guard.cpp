@@ -294,41 +294,35 @@ bool descriptor_path(int fd, char* out, size_t capacity) {
   return true;
 }
 
-namespace {
-
-// The file whose lock this thread holds. Set before taking the lock and cleared after releasing it, so
-// that a signal arriving in between errs on the side of not waiting.
 __attribute__((tls_model("initial-exec"))) constinit thread_local TrackedFile* t_held_file = nullptr;
 
-}  // namespace
-
-HeldFile::HeldFile(int fd, Description* d) {
-  reacquire(fd, d);
+bool refuse_or_report_write(const char* operation, int fd, Description* d, const WriteRequest& request,
+                            const WriteCheck& check, uint64_t end_of_file) {
+  Violation v = violation_on(operation, fd, d, end_of_file, write_violation_reason(check.verdict, request));
+  v.has_count = true;
+  v.count = request.count;
+  v.has_offset = true;
+  v.offset = static_cast<int64_t>(check.intended_offset);
+  v.landing_offset = check.landing_offset;
+  if (handle_violation(v)) return true;
+  int error = errno;
+  if (tracing()) {
+    trace(operation, fd, d->path, -1, error, "bytes=%llu offset=%llu end_of_file=%llu (refused)",
+          static_cast<unsigned long long>(request.count),
+          static_cast<unsigned long long>(check.intended_offset),
+          static_cast<unsigned long long>(end_of_file));
+  }
+  errno = error;
+  return false;
 }
 
-void HeldFile::reacquire(int fd, Description* d) {
-  TrackedFile* file = d->file;
-  if (!file) return;
-  if (t_held_file == file) {
-    interrupted_call_ = true;
-    return;
-  }
-  previous_ = t_held_file;
-  t_held_file = file;
-  file->lock.lock();
-  if (g_files.lookup(fd) != d || d->file != file) {
-    file->lock.unlock();
-    t_held_file = previous_;
-    return;
-  }
-  file_ = file;
-}
-
-void HeldFile::release() {
-  if (!file_) return;
-  file_->lock.unlock();
-  t_held_file = previous_;
-  file_ = nullptr;
+void trace_write(const char* operation, int fd, const Description* d, const WriteRequest& request,
+                 const WriteCheck& check, uint64_t end_of_file, ssize_t result) {
+  int error = errno;
+  trace(operation, fd, d->path, result, error, "bytes=%llu offset=%llu end_of_file=%llu",
+        static_cast<unsigned long long>(request.count),
+        static_cast<unsigned long long>(check.intended_offset), static_cast<unsigned long long>(end_of_file));
+  errno = error;
 }
 
 ssize_t refuse_write_from_interrupting_handler(const char* operation, int fd, Description* d,
@@ -494,10 +488,6 @@ void note_mmap(int fd, Description* d, int prot, int flags, bool failed, int err
 }
 
 // ---------------------------------------------------------------- tracing
-
-bool tracing() {
-  return g_config && g_config->trace;
-}
 
 void trace(const char* operation, int fd, const char* path, long long result, int error, const char* format,
            ...) {

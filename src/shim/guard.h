@@ -95,7 +95,9 @@ int guarded_truncate(const char* operation, const char* full_path, off64_t lengt
 void note_read(const char* operation, int fd, Description* d, bool moves_position, ssize_t result, int error);
 void note_mmap(int fd, Description* d, int prot, int flags, bool failed, int error);
 
-bool tracing();
+inline bool tracing() {
+  return g_config->trace;
+}  // only called once the library is enabled
 void trace(const char* operation, int fd, const char* path, long long result, int error, const char* format,
            ...) __attribute__((format(printf, 6, 7)));
 
@@ -105,9 +107,13 @@ bool descriptor_path(int fd, char* out, size_t capacity);
 // The lock of `d`'s file, held for a scope. Not taken when `fd` no longer refers to `d` (a racing close
 // may have recycled it), nor when this thread already holds it: a signal handler that interrupted a
 // guarded call on the same file must not wait for its own thread (that would never return).
+// The file whose lock this thread holds; set before taking it and cleared after releasing it, so that a
+// signal in between errs on the side of not waiting.
+extern __attribute__((tls_model("initial-exec"))) thread_local TrackedFile* t_held_file;
+
 class HeldFile {
  public:
-  HeldFile(int fd, Description* d);
+  HeldFile(int fd, Description* d) { reacquire(fd, d); }
   ~HeldFile() { release(); }
   HeldFile(const HeldFile&) = delete;
   HeldFile& operator=(const HeldFile&) = delete;
@@ -117,8 +123,29 @@ class HeldFile {
   // The lock was not taken because this thread holds it (see above).
   bool held_by_interrupted_call() const { return interrupted_call_; }
   // Takes the lock again after release() (null check as for the constructor).
-  void reacquire(int fd, Description* d);
-  void release();
+  void reacquire(int fd, Description* d) {
+    TrackedFile* file = d->file;
+    if (!file) return;
+    if (t_held_file == file) {
+      interrupted_call_ = true;
+      return;
+    }
+    previous_ = t_held_file;
+    t_held_file = file;
+    file->lock.lock();
+    if (g_files.lookup(fd) != d || d->file != file) {
+      file->lock.unlock();
+      t_held_file = previous_;
+      return;
+    }
+    file_ = file;
+  }
+  void release() {
+    if (!file_) return;
+    file_->lock.unlock();
+    t_held_file = previous_;
+    file_ = nullptr;
+  }
 
  private:
   TrackedFile* file_ = nullptr;

@@ -82,63 +82,47 @@ inline const char* write_violation_reason(WriteVerdict verdict, const WriteReque
 
 // The guarded paths are kept out of line so that each hook's untracked path is a few instructions and a
 // tail call, with no registers to save.
-#define APPENDGUARD_SLOW_PATH __attribute__((noinline, cold))
+#define APPENDGUARD_SLOW_PATH __attribute__((noinline))
 
 // A signal handler writing to the file whose guarded call it interrupted: that call holds the file's
 // lock and has not recorded its own bytes yet, so this write cannot be placed. It is refused.
 ssize_t refuse_write_from_interrupting_handler(const char* operation, int fd, Description* d,
                                                const WriteRequest& request);
 
+// The parts of guarded_write that are not on the path of an allowed write.
+bool refuse_or_report_write(const char* operation, int fd, Description* d, const WriteRequest& request,
+                            const WriteCheck& check, uint64_t end_of_file);
+void trace_write(const char* operation, int fd, const Description* d, const WriteRequest& request,
+                 const WriteCheck& check, uint64_t end_of_file, ssize_t result);
+
 template <typename Perform>
 APPENDGUARD_SLOW_PATH ssize_t guarded_write(const char* operation, int fd, Description* d,
                                             const WriteRequest& request, Perform&& perform) {
   HeldFile file(fd, d);
-  if (file.held_by_interrupted_call())
-    return refuse_write_from_interrupting_handler(operation, fd, d, request);
-  if (!file) return perform();
+  if (__builtin_expect(!file, 0)) {
+    if (file.held_by_interrupted_call())
+      return refuse_write_from_interrupting_handler(operation, fd, d, request);
+    return perform();
+  }
   PositionState state = d->snapshot();
-  const bool enforce = g_config->mode == Mode::kEnforce;
-  WriteCheck check = check_write(state, request, enforce);
-  if (check.verdict != WriteVerdict::kAllowed) {
-    Violation v =
-        violation_on(operation, fd, d, state.end_of_file, write_violation_reason(check.verdict, request));
-    v.has_count = true;
-    v.count = request.count;
-    v.has_offset = true;
-    v.offset = static_cast<int64_t>(check.intended_offset);
-    v.landing_offset = check.landing_offset;
+  WriteCheck check = check_write(state, request, g_config->mode == Mode::kEnforce);
+  if (__builtin_expect(check.verdict != WriteVerdict::kAllowed, 0)) {
     ++d->violations;
     file.release();
-    if (!handle_violation(v)) {
-      int error = errno;
-      if (tracing()) {
-        trace(operation, fd, d->path, -1, error, "bytes=%llu offset=%llu end_of_file=%llu (refused)",
-              static_cast<unsigned long long>(request.count),
-              static_cast<unsigned long long>(check.intended_offset),
-              static_cast<unsigned long long>(state.end_of_file));
-      }
-      errno = error;
-      return -1;
-    }
+    if (!refuse_or_report_write(operation, fd, d, request, check, state.end_of_file)) return -1;
     file.reacquire(fd, d);
     if (!file) return perform();
     state = d->snapshot();
     check = check_write(state, request, false);
   }
-  ssize_t result = perform();
-  int error = errno;
+  ssize_t result = perform();  // releasing the lock below leaves errno as the call set it
   if (result > 0) {
     apply_write(state, request, check.landing_offset, static_cast<uint64_t>(result));
     d->store(state);
   }
   file.release();
-  if (tracing()) {
-    trace(operation, fd, d->path, result, error, "bytes=%llu offset=%llu end_of_file=%llu",
-          static_cast<unsigned long long>(request.count),
-          static_cast<unsigned long long>(check.intended_offset),
-          static_cast<unsigned long long>(state.end_of_file));
-  }
-  errno = error;
+  if (__builtin_expect(tracing(), 0))
+    trace_write(operation, fd, d, request, check, state.end_of_file, result);
   return result;
 }
 

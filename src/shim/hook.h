@@ -14,7 +14,7 @@
 // in `guarded_NAME`, a separate out-of-line function with the same parameters, written after the macro:
 //   APPENDGUARD_FD_HOOK(ssize_t, write, fd, (int fd, const void* buf, size_t n), (fd, buf, n)) { ... }
 #define APPENDGUARD_FD_HOOK(ret, name, fd, params, args)                                            \
-  static __attribute__((noinline, cold)) ret guarded_##name params;                                 \
+  static __attribute__((noinline)) ret guarded_##name params;                                       \
   APPENDGUARD_HOOK ret name params {                                                                \
     if (__builtin_expect(::appendguard::g_files.lookup(fd) == nullptr, 1)) return real_##name args; \
     return guarded_##name args;                                                                     \

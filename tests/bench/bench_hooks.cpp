@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -111,6 +112,27 @@ void run_tracked_write(long n) {
   }
 }
 
+// The same with a second thread alive (blocked on a pipe), as in any threaded program: the library then
+// takes the file's lock around each write.
+int g_idle_pipe[2] = {-1, -1};
+std::thread* g_idle_thread = nullptr;
+void open_tracked_with_thread() {
+  if (pipe(g_idle_pipe) != 0) fail("pipe");
+  g_idle_thread = new std::thread([] {
+    char c;
+    (void)!read(g_idle_pipe[0], &c, 1);
+  });
+  open_tracked();
+}
+void close_tracked_with_thread() {
+  close_fd();
+  (void)!write(g_idle_pipe[1], "x", 1);
+  g_idle_thread->join();
+  delete g_idle_thread;
+  close(g_idle_pipe[0]);
+  close(g_idle_pipe[1]);
+}
+
 void setup_fwrite() {
   g_file = fopen("/dev/null", "w");
   if (!g_file) fail("fopen /dev/null");
@@ -151,6 +173,9 @@ const Case kCases[] = {
     {"tracked_write_64", "1.07", 200'000, 100'000,
      "tracked 64 B writes to bench.safetensors on tmpfs, opened O_RDWR|O_CREAT|O_TRUNC", open_tracked,
      run_tracked_write<64>, reopen_tracked, close_fd},
+    {"tracked_write_64_threaded", "1.07", 200'000, 100'000,
+     "the same with a second thread alive, so every write takes the file's lock", open_tracked_with_thread,
+     run_tracked_write<64>, reopen_tracked, close_tracked_with_thread},
     {"tracked_write_1m", "1.01", 400, 128, "tracked 1 MiB writes to bench.safetensors on tmpfs", open_tracked,
      run_tracked_write<1 << 20>, reopen_tracked, close_fd},
     {"fwrite_untracked", "1.02", 10'000'000, kNoBatch,
