@@ -1,0 +1,48 @@
+"""What the preload library brings into a host process: its exports, its dependencies, libunwind."""
+import os
+import re
+import subprocess
+import unittest
+
+from harness import LIB, PYTHON, TempDirTest, run
+
+EXPORTS_MAP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "shim", "exports.map")
+
+
+def exported_by_library():
+    out = subprocess.run(["nm", "-D", "--defined-only", LIB], capture_output=True, text=True, check=True).stdout
+    return {line.split()[-1].split("@")[0] for line in out.splitlines() if line.strip()}
+
+
+def listed_in_version_script():
+    text = open(EXPORTS_MAP).read()
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    global_part = text.split("global:", 1)[1].split("local:", 1)[0]
+    return {name.strip() for name in global_part.split(";") if name.strip()}
+
+
+class LinkingTest(TempDirTest):
+    def test_exports_only_the_interposed_libc_names(self):
+        self.assertEqual(exported_by_library(), listed_in_version_script())
+
+    def test_needs_only_libc(self):
+        out = subprocess.run(["readelf", "-d", LIB], capture_output=True, text=True, check=True).stdout
+        needed = re.findall(r"\(NEEDED\)\s+Shared library: \[(.+?)\]", out)
+        self.assertEqual(sorted(needed), ["ld-linux-x86-64.so.2", "libc.so.6"])
+
+    def test_libunwind_is_loaded_only_when_enabled_with_backtraces(self):
+        probe = "print(any('libunwind' in line for line in open('/proc/self/maps')))"
+        self.assertEqual(run([PYTHON, "-c", probe], mode=None).stdout.strip(), "False")
+        self.assertEqual(run([PYTHON, "-c", probe], APPENDGUARD_BACKTRACE="0").stdout.strip(), "False")
+        self.assertEqual(run([PYTHON, "-c", probe]).stdout.strip(), "True")
+
+    def test_libunwind_does_not_take_over_cxx_exceptions(self):
+        # Loaded RTLD_LOCAL, its _Unwind_* symbols stay out of the global scope.
+        code = ("import ctypes\n"
+                "libc = ctypes.CDLL(None)\n"
+                "print(hasattr(libc, '_ULx86_64_step'), hasattr(libc, 'unw_backtrace'))\n")
+        self.assertEqual(run([PYTHON, "-c", code]).stdout.strip(), "False False")
+
+
+if __name__ == "__main__":
+    unittest.main()
