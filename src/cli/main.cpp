@@ -10,12 +10,16 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "cli/binary_check.h"
 #include "cli/launch_options.h"
+#include "cli/report_summary.h"
 #include "core/config.h"
 
 using namespace appendguard;
@@ -25,6 +29,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: appendguard run [OPTIONS] -- COMMAND [ARGS...]\n"
     "       appendguard doctor [COMMAND]\n"
+    "       appendguard report LOG... (or - for standard input)\n"
     "       appendguard --help | --version\n"
     "\n"
     "run: runs COMMAND with libappendguard.so preloaded and enabled.\n"
@@ -39,6 +44,8 @@ constexpr const char* kUsage =
     "  --reopen rewrite      reopen existing files by truncating and writing their bytes back, for stores\n"
     "                        that cannot append (mountpoint-s3); default append\n"
     "  --no-python-stack     leave the Python stack out of reports\n"
+    "report: violations in report logs (APPENDGUARD_LOG files, captured stderr), grouped by operation and\n"
+    "  file, with a count and the first report of each group.\n"
     "doctor: checks the library, the configuration, that interposition works in this environment,\n"
     "  and whether COMMAND can be reached by it (static and Go binaries cannot).\n";
 
@@ -214,6 +221,41 @@ int doctor(const std::vector<std::string>& args) {
   return problems ? 1 : 0;
 }
 
+int report(const std::vector<std::string>& logs) {
+  if (logs.empty()) {
+    std::fprintf(stderr,
+                 "appendguard report: no log given: usage: appendguard report LOG... (- for stdin)\n");
+    return 2;
+  }
+  std::vector<ViolationGroup> groups;
+  for (const std::string& name : logs) {
+    std::string text;
+    if (name == "-") {
+      text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    } else {
+      std::ifstream in(name, std::ios::binary);
+      if (!in) {
+        std::fprintf(stderr, "appendguard report: cannot read '%s': %s\n", name.c_str(),
+                     std::strerror(errno));
+        return 2;
+      }
+      text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    collect_violations(text, groups);
+  }
+  size_t total = 0;
+  for (const ViolationGroup& g : groups) total += g.count;
+  std::printf("appendguard report: %zu violation%s in %zu group%s (operation, file) from %zu log%s\n", total,
+              total == 1 ? "" : "s", groups.size(), groups.size() == 1 ? "" : "s", logs.size(),
+              logs.size() == 1 ? "" : "s");
+  for (const ViolationGroup& g : groups) {
+    std::printf("\n%6zu x %s %s\n         first: %s\n", g.count, g.operation.c_str(), g.path.c_str(),
+                g.first_line.c_str());
+    if (!g.why.empty()) std::printf("         why: %s\n", g.why.c_str());
+  }
+  return total ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -230,8 +272,10 @@ int main(int argc, char** argv) {
   }
   if (command == "run") return run(args);
   if (command == "doctor") return doctor(args);
+  if (command == "report") return report(args);
   if (command == "__self-test" && args.size() == 1) return self_test(args[0]);
-  std::fprintf(stderr, "appendguard: unknown command '%s': accepted: run, doctor, --help, --version\n",
+  std::fprintf(stderr,
+               "appendguard: unknown command '%s': accepted: run, doctor, report, --help, --version\n",
                command.c_str());
   return 2;
 }

@@ -49,6 +49,29 @@ class LauncherTest(TempDirTest):
         self.assertEqual(proc.returncode, 127)
         self.assertIn("cannot run '/nonexistent/cmd'", proc.stderr)
 
+    def test_report_groups_the_violations_of_several_logs(self):
+        logs = []
+        for rank in range(2):
+            log = self.path(f"audit-{rank}.log")
+            proc = launch("run", "--audit", "--log", log, "--", program("probe"), "backward",
+                          self.path(f"r{rank}.safetensors"))
+            self.assertOk(proc)
+            logs.append(log)
+        clean = self.path("clean.log")
+        open(clean, "w").close()
+        proc = launch("report", *logs, clean)
+        self.assertEqual(proc.returncode, 1, proc.stderr)  # violations found
+        self.assertIn("appendguard report: 4 violations in 4 groups (operation, file) from 3 logs", proc.stdout)
+        self.assertEqual(proc.stdout.count("     1 x write "), 2)
+        self.assertEqual(proc.stdout.count("     1 x open "), 2)
+        self.assertIn("why: the position is not the end of file", proc.stdout)
+        proc = launch("report", clean)
+        self.assertEqual(proc.returncode, 0)
+        self.assertIn("0 violations", proc.stdout)
+        proc = launch("report", self.path("missing.log"))
+        self.assertEqual(proc.returncode, 2)
+        self.assertEqual(len(proc.stderr.splitlines()), 1)
+
     def test_doctor(self):
         proc = launch("doctor", program("probe"))
         self.assertOk(proc)

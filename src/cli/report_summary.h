@@ -1,0 +1,22 @@
+// `appendguard report LOG...`: violations in report logs, grouped by operation and file. Pure.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace appendguard {
+
+struct ViolationGroup {
+  std::string operation;
+  std::string path;
+  size_t count = 0;
+  std::string first_line;  // the first report's first line
+  std::string why;         // its "why:" line
+};
+
+// Adds the violations found in `log` (any text; non-report lines are ignored) to `groups`, keeping the
+// order in which groups first appear.
+void collect_violations(std::string_view log, std::vector<ViolationGroup>& groups);
+
+}  // namespace appendguard
