@@ -1,5 +1,7 @@
 #include "report/log_sink.h"
 
+#include "core/config.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -89,17 +91,27 @@ int LogSink::descriptor_for_this_process() {
     if (raw_fstat(fd_, st) && st.st_dev == device_ && st.st_ino == inode_) return fd_;
     fd_ = -1;  // the program closed it or put something else at that number: never write there
   }
-  if (fd_ >= 0 && opened_by_ != pid) {
-    syscall(SYS_close, fd_);
-    fd_ = -1;
-  }
+  // A forked child inherited the parent's log descriptor; it may have closed it and reused the number, so
+  // it is only forgotten, never closed (close-on-exec drops it at exec).
+  if (fd_ >= 0 && opened_by_ != pid) fd_ = -1;
   char host[256] = "unknown";
   gethostname(host, sizeof host - 1);
   char path[4096];
   if (!expand_log_path(target_, pid, host, rank_from_environment(), path, sizeof path)) return -1;
   int fd = static_cast<int>(
       syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
-  if (fd < 0) return -1;
+  if (fd < 0) {
+    if (warned_about_ != pid) {
+      warned_about_ = pid;
+      char line[4096 + 160];
+      auto n =
+          fmt::format_to_n(line, sizeof line,
+                           "appendguard: cannot open APPENDGUARD_LOG file '{}' ({}): reports go to stderr\n",
+                           path, errno_name(errno));
+      write_fully(STDERR_FILENO, {line, n.size < sizeof line ? n.size : sizeof line});
+    }
+    return -1;
+  }
   struct stat st;
   if (!raw_fstat(fd, st)) {
     syscall(SYS_close, fd);

@@ -34,6 +34,7 @@ class LogSink {
   pid_t opened_by_ = 0;
   dev_t device_ = 0;
   ino_t inode_ = 0;
+  pid_t warned_about_ = 0;  // the process that was told its log cannot be opened
 };
 
 }  // namespace appendguard

@@ -91,6 +91,15 @@ class ModesTest(TempDirTest):
         self.assertFalse(os.path.exists(target))
         self.assertEqual(len(violations(proc.stderr)), 1)  # falls back to stderr rather than lose it
 
+    def test_unopenable_log_says_so_once_and_reports_to_stderr(self):
+        log = self.path("no/such/dir/ag.log")
+        proc = run([program("probe"), "pwrite", self.path("u.safetensors")], APPENDGUARD_LOG=log)
+        self.assertOk(proc)
+        notices = [l for l in proc.stderr.splitlines() if l.startswith("appendguard: cannot open APPENDGUARD_LOG")]
+        self.assertEqual(len(notices), 1, proc.stderr)
+        self.assertIn(f"'{log}' (ENOENT): reports go to stderr", notices[0])
+        self.assertEqual(len(violations(proc.stderr)), 3)
+
     def test_backtrace_frames(self):
         proc = self.backward(self.path("b0.safetensors"), APPENDGUARD_BACKTRACE="0")
         self.assertNotIn("native stack", proc.stderr)
