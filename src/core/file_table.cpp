@@ -62,7 +62,6 @@ Description* FileTable::track(int fd, const OpenRecord& record) {
     }
     d->file = file;
     d->position = record.position;
-    d->violations = 0;
     d->reported_once = 0;
   }
   d->program_appends = record.program_appends;

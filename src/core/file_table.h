@@ -48,7 +48,6 @@ struct Description {
   bool kernel_appends = false;
   bool readable_by_program = false;  // the program asked for read access
   uint32_t descriptors = 0;          // guarded by the table's registry lock
-  uint64_t violations = 0;           // guarded by file->lock
   unsigned reported_once = 0;        // ReportOnce bits: repetitive kinds (reads, mappings) are reported once
   OpenSite site;
   char path[kMaxPath] = {};

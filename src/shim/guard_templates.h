@@ -107,7 +107,6 @@ APPENDGUARD_SLOW_PATH ssize_t guarded_write(const char* operation, int fd, Descr
   PositionState state = d->snapshot();
   WriteCheck check = check_write(state, request, g_config->mode == Mode::kEnforce);
   if (__builtin_expect(check.verdict != WriteVerdict::kAllowed, 0)) {
-    ++d->violations;
     file.release();
     if (!refuse_or_report_write(operation, fd, d, request, check, state.end_of_file)) return -1;
     file.reacquire(fd, d);

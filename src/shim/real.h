@@ -48,8 +48,3 @@ class RealFunction {
   inline constinit ::appendguard::RealFunction<decltype(::name)> real_##name { \
 #name                                                                      \
   }
-// The same for a name the headers do not declare in this translation unit; `type` is its function type.
-#define APPENDGUARD_REAL_TYPED(name, type)                         \
-  inline constinit ::appendguard::RealFunction<type> real_##name { \
-#name                                                          \
-  }
