@@ -24,33 +24,13 @@
 #include <string.h>
 #include <sys/time.h>
 #include <unistd.h>
+#include "errno_text.h"
 
 static volatile sig_atomic_t g_signals = 0;
 
 static void on_alarm(int sig) {
   (void)sig;
   ++g_signals;
-}
-
-static const char* errno_name(int e) {
-  switch (e) {
-    case EOPNOTSUPP:
-      return "EOPNOTSUPP";
-    case EPERM:
-      return "EPERM";
-    case EBADF:
-      return "EBADF";
-    case EINVAL:
-      return "EINVAL";
-    case EIO:
-      return "EIO";
-    case ENOSPC:
-      return "ENOSPC";
-    case EINTR:
-      return "EINTR";
-    default:
-      return "E?";
-  }
 }
 
 static unsigned char pattern_byte(long i) {
@@ -78,7 +58,7 @@ int main(int argc, char** argv) {
   memset(header, 'H', sizeof header);
   int fd = open(path, fresh ? O_RDWR | O_CREAT | O_TRUNC : O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) {
-    printf("open_header=-1 errno=%s\n", errno_name(errno));
+    printf("open_header=-1 errno=%s\n", errno_text(errno));
     return 1;
   }
   printf("header=%ld\n", (long)write(fd, header, sizeof header));
@@ -86,7 +66,7 @@ int main(int argc, char** argv) {
     close(fd);
     fd = open(path, O_RDWR);
     if (fd < 0) {
-      printf("open_rw=-1 errno=%s\n", errno_name(errno));
+      printf("open_rw=-1 errno=%s\n", errno_text(errno));
       return 1;
     }
   }
@@ -116,7 +96,7 @@ int main(int argc, char** argv) {
       }
       if (n < 0) {
         ++errors;
-        printf("error=%s at=%ld\n", errno_name(errno), written + done);
+        printf("error=%s at=%ld\n", errno_text(errno), written + done);
         if (!stop_on_error || retried) {
           failed = 1;
           break;
@@ -124,7 +104,7 @@ int main(int argc, char** argv) {
         retried = 1;
         n = write(fd, data + written + done, (size_t)(want - done));
         if (n < 0) {
-          printf("retry_after_error=-1 errno=%s\n", errno_name(errno));
+          printf("retry_after_error=-1 errno=%s\n", errno_text(errno));
           ++errors;
           failed = 1;
           break;

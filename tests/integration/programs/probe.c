@@ -16,37 +16,11 @@
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "errno_text.h"
 
 #ifndef RWF_NOAPPEND
 #define RWF_NOAPPEND 0x00000020
 #endif
-
-static const char* errno_text(int e) {
-  switch (e) {
-    case 0:
-      return "0";
-    case EOPNOTSUPP:
-      return "EOPNOTSUPP";
-    case EPERM:
-      return "EPERM";
-    case EBADF:
-      return "EBADF";
-    case EINVAL:
-      return "EINVAL";
-    case EIO:
-      return "EIO";
-    case EACCES:
-      return "EACCES";
-    case ENOENT:
-      return "ENOENT";
-    case ENXIO:
-      return "ENXIO";
-    case EROFS:
-      return "EROFS";
-    default:
-      return "E?";
-  }
-}
 
 // Prints "key=result errno=NAME" (errno only when the call failed).
 static void show(const char* key, long result) {

@@ -9,27 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static const char* errno_text(int e) {
-  switch (e) {
-    case 0:
-      return "0";
-    case EOPNOTSUPP:
-      return "EOPNOTSUPP";
-    case EBADF:
-      return "EBADF";
-    case EINVAL:
-      return "EINVAL";
-    case ENOENT:
-      return "ENOENT";
-    case EEXIST:
-      return "EEXIST";
-    case EIO:
-      return "EIO";
-    default:
-      return "E?";
-  }
-}
+#include "errno_text.h"
 
 // "key=result", plus " errno=NAME" when `failed`. errno is read before printing.
 static void show_if(const char* key, long result, int failed) {
