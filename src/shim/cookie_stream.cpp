@@ -117,7 +117,7 @@ int cookie_seek(void* cookie, off64_t* offset, int whence) {
 
 int close_descriptor(int fd) {
   if (fd < 0) return 0;
-  if (g_files.lookup(fd)) note_close(fd);
+  if (g_files.lookup(fd)) return close_tracked(fd);
   return real_close(fd);
 }
 

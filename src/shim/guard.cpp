@@ -403,11 +403,25 @@ void note_duplicate(const char* operation, int old_fd, int new_fd) {
 }
 
 void note_close(int fd) {
-  if (!owns_file_table()) return;
-  if (tracing()) {
-    if (Description* d = g_files.lookup(fd)) trace("close", fd, d->path, 0, 0, "%s", "");
+  if (owns_file_table()) g_files.forget(fd);
+}
+
+int close_tracked(int fd) {
+  // On FUSE mounts close reports what the flush of the data found (HDFS: the write errors), so the trace
+  // shows its real result; the path is copied first because the description is recycled by forgetting.
+  char path[kMaxPath] = "";
+  const bool traced = tracing();
+  if (traced) {
+    if (Description* d = g_files.lookup(fd)) std::snprintf(path, sizeof path, "%s", d->path);
   }
-  g_files.forget(fd);
+  note_close(fd);
+  int result = real_close(fd);
+  if (traced) {
+    int error = errno;
+    trace("close", fd, path, result, error, "%s", "");
+    errno = error;
+  }
+  return result;
 }
 
 void note_close_range(unsigned first, unsigned last) {

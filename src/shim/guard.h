@@ -67,6 +67,8 @@ off64_t guarded_seek(const char* operation, int fd, Description* d, off64_t offs
                      RealSeek&& real_seek);
 void note_duplicate(const char* operation, int old_fd, int new_fd);
 void note_close(int fd);
+// close() of a tracked descriptor: forget it, close it, trace the real result.
+int close_tracked(int fd);
 // A descriptor number the kernel just handed out for something we do not guard: if we still track that
 // number, it was closed behind our back (a raw syscall, glibc closing internally) and is forgotten.
 inline int forget_if_stale(int fd) {

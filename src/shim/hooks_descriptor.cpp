@@ -21,8 +21,25 @@ APPENDGUARD_FD_HOOK(off64_t, lseek64, fd, (int fd, off64_t offset, int whence), 
 
 // Forget before closing: once closed, another thread may get the same number for a new file.
 APPENDGUARD_HOOK int close(int fd) {
-  if (__builtin_expect(g_files.lookup(fd) != nullptr, 0)) note_close(fd);
+  if (__builtin_expect(g_files.lookup(fd) != nullptr, 0)) return close_tracked(fd);
   return real_close(fd);
+}
+
+// fsync and fdatasync are passed through; on guarded files the trace shows them, since FUSE mounts report
+// flush errors there.
+APPENDGUARD_FD_HOOK(int, fsync, fd, (int fd), (fd)) {
+  Description* d = tracked_description(fd);
+  int result = real_fsync(fd);
+  if (d && tracing()) keep_errno([&](int error) { trace("fsync", fd, d->path, result, error, "%s", ""); });
+  return result;
+}
+
+APPENDGUARD_FD_HOOK(int, fdatasync, fd, (int fd), (fd)) {
+  Description* d = tracked_description(fd);
+  int result = real_fdatasync(fd);
+  if (d && tracing())
+    keep_errno([&](int error) { trace("fdatasync", fd, d->path, result, error, "%s", ""); });
+  return result;
 }
 
 APPENDGUARD_HOOK int close_range(unsigned int first, unsigned int last, int flags) {

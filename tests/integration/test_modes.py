@@ -70,6 +70,20 @@ class ModesTest(TempDirTest):
         traced = [line.split()[4] for line in proc.stderr.splitlines() if line.startswith("appendguard: trace:")]
         self.assertEqual(traced, ["open", "write", "close", "open", "lseek", "write", "lseek", "write", "close"])
 
+    def test_trace_shows_close_fsync_and_their_real_results(self):
+        code = ("import os, sys\n"
+                "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)\n"
+                "os.write(fd, b'x')\n"
+                "os.fsync(fd)\n"
+                "os.fdatasync(fd)\n"
+                "os.close(fd)\n")
+        proc = run([PYTHON, "-c", code, self.path("f.safetensors")], APPENDGUARD_TRACE="1")
+        self.assertOk(proc)
+        lines = [l for l in proc.stderr.splitlines() if l.startswith("appendguard: trace:")]
+        for op in ("fsync", "fdatasync", "close"):
+            self.assertTrue(any(f" {op} fd=" in l and self.path("f.safetensors") in l and l.endswith("-> 0")
+                                for l in lines), (op, lines))
+
     def test_log_file_with_pid_host_and_rank(self):
         template = os.path.join(self.dir, "ag-%h-%r-%p.log")
         proc = self.backward(self.path("l.safetensors"), APPENDGUARD_LOG=template, RANK="3")
