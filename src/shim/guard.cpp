@@ -113,7 +113,9 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
   InternalScope internal;
   char flags_text[160];
   if (decision.trace_only || fd < 0) {
-    if (fd < 0 && decision.flags != request.flags) explain_refused_rewrite(request, decision, error);
+    if (fd < 0 && decision.flags != request.flags && !decision.rewrite_existing) {
+      explain_refused_rewrite(request, decision, error);
+    }
     if (tracing()) {
       format_open_flags(request.flags, flags_text, sizeof flags_text);
       trace(request.function, fd, decision.path, fd, error, "flags=%s", flags_text);
@@ -123,8 +125,9 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
   }
   struct stat64 st;
   if (fstat64(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    forget_if_stale(fd);  // a device or FIFO that happens to match: not a file we can reason about
     errno = error;
-    return fd;  // a device or FIFO that happens to match: not a file we can reason about
+    return fd;
   }
   OpenSite site;
   site.function = request.function;
