@@ -116,6 +116,7 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
     if (fd < 0 && decision.flags != request.flags && !decision.rewrite_existing) {
       explain_refused_rewrite(request, decision, error);
     }
+    if (fd >= 0) forget_if_stale(fd);
     if (tracing()) {
       format_open_flags(request.flags, flags_text, sizeof flags_text);
       trace(request.function, fd, decision.path, fd, error, "flags=%s", flags_text);
