@@ -131,12 +131,12 @@ APPENDGUARD_SLOW_PATH off64_t guarded_seek(const char* operation, int fd, Descri
   HeldFile file(fd, d);
   if (!file) return real_seek();
   off64_t result;
-  int error = 0;
+  int error = errno;  // left as it was when the seek succeeds
   if (g_config->mode == Mode::kEnforce && d->kernel_appends) {
     // We own the position: the kernel appends whatever its own offset says.
     SeekResult seek = compute_seek(d->position, file->end_of_file, offset, whence);
     result = seek.offset;
-    error = seek.error;
+    if (result < 0) error = seek.error;
     if (result >= 0) d->position = static_cast<uint64_t>(result);
   } else {
     result = real_seek();
