@@ -4,7 +4,7 @@ import subprocess
 import time
 import unittest
 
-from harness import PYTHON, TempDirTest, child_env, program, read_bytes, results, run, script, violations
+from harness import LIB, PYTHON, TempDirTest, child_env, program, read_bytes, results, run, script, violations
 
 
 class RobustnessTest(TempDirTest):
@@ -91,6 +91,47 @@ class RobustnessTest(TempDirTest):
         else:  # the signal came between two writes: an ordinary append
             self.assertEqual(r["handler_result"], "1")
             self.assertEqual(os.path.getsize(path), (64 << 20) + 1)
+
+    def faulty_libc_env(self, kind):
+        # fault_libc comes after us in LD_PRELOAD: our calls to the "real" write land in it.
+        return {"LD_PRELOAD": LIB + ":" + program("libfault_libc.so"), "FAULT_KIND": kind, "FAULT_EVERY": "3"}
+
+    def expected_chunks(self, count):
+        return b"".join(bytes([ord("a") + i % 26]) * (1 + (i * 37) % 3000) for i in range(count))
+
+    def test_eintr_and_short_writes_below_us_leave_the_file_exact(self):
+        for kind in ("eintr", "short"):
+            with self.subTest(kind=kind):
+                path = self.path(f"{kind}.safetensors")
+                proc = run([program("probe"), "chunks", path, "300"], **self.faulty_libc_env(kind))
+                self.assertOk(proc)
+                r = results(proc.stdout)
+                expected = self.expected_chunks(300)
+                self.assertGreater(int(r["retries"]), 50)  # the faults really happened
+                self.assertEqual(r["total"], str(len(expected)))
+                self.assertEqual(r["position"], str(len(expected)))
+                self.assertEqual(r["end"], str(len(expected)))
+                self.assertEqual(violations(proc.stderr), [])
+                self.assertEqual(read_bytes(path), expected)
+
+    def test_python_retries_through_eintr_and_short_writes(self):
+        code = ("import sys\n"
+                "with open(sys.argv[1], 'wb') as f: f.write(b'H' * 100)\n"
+                "with open(sys.argv[1], 'r+b') as f:\n"
+                "    f.seek(0, 2)\n"
+                "    for i in range(200): f.write(bytes([65 + i % 26]) * (100 + i * 91 % 9000))\n"
+                "    print('tell=%d' % f.tell())\n")
+        expected = b"H" * 100 + b"".join(bytes([65 + i % 26]) * (100 + i * 91 % 9000) for i in range(200))
+        for kind in ("eintr", "short"):
+            with self.subTest(kind=kind):
+                path = self.path(f"py-{kind}.safetensors")
+                proc = run([PYTHON, "-c", code, path], **self.faulty_libc_env(kind))
+                self.assertOk(proc)
+                injected = int(proc.stderr.split("fault_libc: injected=")[1].split()[0])
+                self.assertGreater(injected, 10)  # the faults really happened
+                self.assertEqual(results(proc.stdout)["tell"], str(len(expected)))
+                self.assertEqual(violations(proc.stderr), [])
+                self.assertEqual(read_bytes(path), expected)
 
     def test_unknown_descriptors_and_null_paths_get_libc_answers(self):
         code = ("import ctypes, os\n"

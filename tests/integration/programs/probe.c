@@ -371,6 +371,39 @@ static int case_freopen_close(const char* guarded, const char* other) {
   return reuse_number(number, other);
 }
 
+// Appends `count` chunks of varying sizes with the usual retry loop for EINTR and short writes.
+static int case_chunks(const char* path, const char* count_text) {
+  int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+  int count = atoi(count_text);
+  char buf[3000];
+  long total = 0, retries = 0;
+  for (int i = 0; i < count; ++i) {
+    size_t size = 1 + (size_t)(i * 37) % sizeof buf;
+    fill(buf, size, (char)('a' + i % 26));
+    size_t done = 0;
+    while (done < size) {
+      ssize_t n = write(fd, buf + done, size - done);
+      if (n < 0 && errno == EINTR) {
+        ++retries;
+        continue;
+      }
+      if (n <= 0) {
+        show("write_failed", n);
+        return 1;
+      }
+      if ((size_t)n < size - done) ++retries;
+      done += (size_t)n;
+    }
+    total += (long)size;
+  }
+  show("total", total);
+  show("retries", retries);
+  show("position", lseek(fd, 0, SEEK_CUR));
+  show("end", lseek(fd, 0, SEEK_END));
+  close(fd);
+  return 0;
+}
+
 static int case_missing(const char* path) {
   show("open_rw_missing", open(path, O_RDWR));
   return 0;
@@ -400,6 +433,7 @@ int main(int argc, char** argv) {
   if (!strcmp(c, "openat") && argc > 3) return case_openat(argv[2], argv[3]);
   if (!strcmp(c, "missing")) return case_missing(argv[2]);
   if (!strcmp(c, "inherited")) return case_inherited(argv[2]);
+  if (!strcmp(c, "chunks") && argc > 3) return case_chunks(argv[2], argv[3]);
   if (!strcmp(c, "rawclose") && argc > 3) return case_rawclose(argv[2], argv[3]);
   if (!strcmp(c, "freopen_close") && argc > 3) return case_freopen_close(argv[2], argv[3]);
   fprintf(stderr, "probe: unknown case %s\n", c);
