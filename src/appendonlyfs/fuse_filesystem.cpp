@@ -87,7 +87,8 @@ int open_with_rules(const char* path, fuse_file_info* fi, bool may_create, mode_
   if (exists && may_create && (fi->flags & O_EXCL)) return -EEXIST;
 
   const OpenDecision decision = decide_open(
-      m.options.profile, {fi->flags, exists, static_cast<std::uint64_t>(exists ? status.st_size : 0)});
+      m.options.profile, {fi->flags, exists, static_cast<std::uint64_t>(exists ? status.st_size : 0)},
+      m.options.hdfs_open);
   if (decision.error != 0) {
     log_refused_open(path, fi->flags, decision);
     return -decision.error;

@@ -12,7 +12,7 @@ namespace appendonlyfs {
 namespace {
 
 constexpr std::string_view kOwnOptions =
-    "profile, truncate, short_writes, fail_after, eio_every, delay_us, log";
+    "profile, truncate, hdfs_open, short_writes, fail_after, eio_every, delay_us, log";
 
 // libfuse mount options that are safe to pass through; anything else is an error, so that a typo in
 // a fault option never silently runs an unfaulted mount.
@@ -57,6 +57,7 @@ class OptionParser {
 
     if (key == "profile") return parse_profile_value(value);
     if (key == "truncate") return parse_truncate_value(value);
+    if (key == "hdfs_open") return parse_hdfs_open_value(value);
     if (key == "short_writes") return parse_number(key, value, 1, options_.faults.short_writes);
     if (key == "eio_every") return parse_number(key, value, 1, options_.faults.eio_every);
     if (key == "delay_us") return parse_number(key, value, 0, options_.faults.delay_us);
@@ -95,6 +96,17 @@ class OptionParser {
     const auto profile = appendonlyfs::parse_profile(value);
     if (!profile) return invalid("profile", value, "one of hdfs, s3, strict");
     options_.profile = *profile;
+    return std::nullopt;
+  }
+
+  std::optional<std::string> parse_hdfs_open_value(std::string_view value) {
+    if (value == "replace") {
+      options_.hdfs_open = HdfsOpen::replace;
+    } else if (value == "translate") {
+      options_.hdfs_open = HdfsOpen::translate;
+    } else {
+      return invalid("hdfs_open", value, "replace or translate");
+    }
     return std::nullopt;
   }
 
@@ -221,6 +233,11 @@ Options:
                                 s3      mountpoint-s3 (O_WRONLY existing needs O_TRUNC else EPERM;
                                         out-of-order write EINVAL and poisons the handle; rename ENOSYS)
                                 strict  only appends; any other write or size change EOPNOTSUPP
+  -o hdfs_open=replace|translate
+                              hdfs: how an existing file opens for writing. replace (default): O_WRONLY
+                              replaces it, O_RDWR is a read stream. translate: as fuse_dfs's
+                              get_hdfs_open_flags(): an empty file or O_TRUNC replaces, O_RDWR on a
+                              non-empty file is a read stream, O_WRONLY on a non-empty file appends
   -o truncate=refuse|ignore   hdfs: truncate to a non-zero size fails EOPNOTSUPP (refuse, default)
                               or returns 0 and does nothing (ignore, as on Apache trunk)
   -o short_writes=N           every write stores at most N bytes and returns that short count

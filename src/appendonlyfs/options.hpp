@@ -16,6 +16,7 @@ inline constexpr const char* kVersion = "0.1.0";
 struct Options {
   Profile profile = Profile::hdfs;
   NonZeroTruncate non_zero_truncate = NonZeroTruncate::refuse;
+  HdfsOpen hdfs_open = HdfsOpen::replace;
   FaultOptions faults;
   std::string log_path;
   bool foreground = false;

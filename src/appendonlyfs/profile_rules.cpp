@@ -44,6 +44,13 @@ OpenDecision decide_open_hdfs(int access, int flags, bool exists) {
   return allow(HandleKind::write, true, "O_WRONLY without O_APPEND replaces the file");
 }
 
+OpenDecision decide_open_hdfs_translated(int access, int flags, const OpenRequest& request) {
+  if (!request.exists) return allow(HandleKind::write, false);
+  if ((flags & O_TRUNC) || request.size == 0) return allow(HandleKind::write, true);
+  if (access == O_RDWR) return allow(HandleKind::read, false, "O_RDWR on a non-empty file is a read stream");
+  return allow(HandleKind::write, false, "O_WRONLY on a non-empty file appends");
+}
+
 // mountpoint-s3 with --allow-overwrite: an existing file can only be written after O_TRUNC.
 OpenDecision decide_open_s3(int access, int flags, bool exists) {
   if (!exists) return allow(HandleKind::write, false);
@@ -61,11 +68,13 @@ OpenDecision decide_open_strict(int flags, const OpenRequest& request) {
 
 }  // namespace
 
-OpenDecision decide_open(Profile profile, const OpenRequest& request) {
+OpenDecision decide_open(Profile profile, const OpenRequest& request, HdfsOpen hdfs_open) {
   const int access = request.flags & O_ACCMODE;
   if (access == O_RDONLY) return allow(HandleKind::read, false);
   switch (profile) {
     case Profile::hdfs:
+      if (hdfs_open == HdfsOpen::translate)
+        return decide_open_hdfs_translated(access, request.flags, request);
       return decide_open_hdfs(access, request.flags, request.exists);
     case Profile::s3:
       return decide_open_s3(access, request.flags, request.exists);

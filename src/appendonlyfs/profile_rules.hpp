@@ -12,6 +12,12 @@ enum class Profile { hdfs, s3, strict };
 // What hdfs does with truncate to a non-zero size: vendor builds refuse, Apache trunk silently ignores.
 enum class NonZeroTruncate { refuse, ignore };
 
+// How hdfs opens an existing file for writing. replace: as DESIGN.md section 1 describes fuse_dfs
+// (O_WRONLY without O_APPEND replaces the file, O_RDWR is a read stream). translate: as
+// get_hdfs_open_flags() in Hadoop's fuse_impls_open.c does it: O_TRUNC or an empty file is a write
+// stream that replaces, O_RDWR on a non-empty file a read stream, O_WRONLY on a non-empty file appends.
+enum class HdfsOpen { replace, translate };
+
 std::string_view profile_name(Profile profile);
 std::optional<Profile> parse_profile(std::string_view name);
 
@@ -34,7 +40,7 @@ struct OpenDecision {
   std::string_view reason;
 };
 
-OpenDecision decide_open(Profile profile, const OpenRequest& request);
+OpenDecision decide_open(Profile profile, const OpenRequest& request, HdfsOpen hdfs_open = HdfsOpen::replace);
 
 // Per-handle state the rules need: s3 checks offsets against what the handle itself wrote and
 // poisons a handle after an out-of-order write.

@@ -19,6 +19,7 @@ TEST_CASE("defaults") {
   REQUIRE(result.action == Action::run);
   CHECK(result.options.profile == Profile::hdfs);
   CHECK(result.options.non_zero_truncate == NonZeroTruncate::refuse);
+  CHECK(result.options.hdfs_open == HdfsOpen::replace);
   CHECK(result.options.backing == "/b");
   CHECK(result.options.mountpoint == "/m");
   CHECK_FALSE(result.options.foreground);
@@ -26,9 +27,9 @@ TEST_CASE("defaults") {
 }
 
 TEST_CASE("all own options, comma lists and repeated -o") {
-  const ParseResult result =
-      parse({"-o", "profile=s3,short_writes=3", "-f", "-oeio_every=5", "-o",
-             "fail_after=0,delay_us=10,log=/tmp/x.log,truncate=ignore", "-s", "/b", "/m"});
+  const ParseResult result = parse(
+      {"-o", "profile=s3,short_writes=3", "-f", "-oeio_every=5", "-o",
+       "fail_after=0,delay_us=10,log=/tmp/x.log,truncate=ignore,hdfs_open=translate", "-s", "/b", "/m"});
   REQUIRE(result.action == Action::run);
   const Options& options = result.options;
   CHECK(options.profile == Profile::s3);
@@ -38,6 +39,7 @@ TEST_CASE("all own options, comma lists and repeated -o") {
   CHECK(options.faults.delay_us == 10);
   CHECK(options.log_path == "/tmp/x.log");
   CHECK(options.non_zero_truncate == NonZeroTruncate::ignore);
+  CHECK(options.hdfs_open == HdfsOpen::translate);
   CHECK(options.foreground);
   CHECK(options.single_threaded);
 }
@@ -68,6 +70,7 @@ TEST_CASE("bad arguments give one line naming option, value and what is accepted
       {{"-o", "fail_after=-3", "/b", "/m"}, {"fail_after", "'-3'", "non-negative integer"}},
       {{"-o", "delay_us=99999999999999999999999", "/b", "/m"}, {"delay_us"}},
       {{"-o", "truncate=yes", "/b", "/m"}, {"truncate", "'yes'", "refuse or ignore"}},
+      {{"-o", "hdfs_open=append", "/b", "/m"}, {"hdfs_open", "'append'", "replace or translate"}},
       {{"-o", "log=", "/b", "/m"}, {"log", "file path"}},
       {{"-o", "allow_other=1", "/b", "/m"}, {"unknown -o option", "allow_other=1"}},
       {{"-o", "fsname", "/b", "/m"}, {"unknown -o option", "fsname"}},

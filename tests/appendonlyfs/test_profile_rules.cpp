@@ -158,3 +158,24 @@ TEST_CASE("fallocate and rename") {
   CHECK(rename_error(Profile::strict) == 0);
   CHECK(rename_error(Profile::s3) == ENOSYS);
 }
+
+TEST_CASE("hdfs_open=translate follows fuse_dfs get_hdfs_open_flags") {
+  const auto open = [](int flags, bool exists, std::uint64_t size) {
+    return decide_open(Profile::hdfs, {flags, exists, size}, HdfsOpen::translate);
+  };
+  // O_WRONLY on a non-empty file appends instead of replacing it.
+  OpenDecision d = open(O_WRONLY, true, 10);
+  CHECK(d.kind == HandleKind::write);
+  CHECK_FALSE(d.truncate);
+  // O_RDWR on a non-empty file is a read stream; on an empty one a write stream.
+  CHECK(open(O_RDWR, true, 10).kind == HandleKind::read);
+  CHECK(open(O_RDWR, true, 0).kind == HandleKind::write);
+  // O_TRUNC replaces, whatever the access mode.
+  d = open(O_RDWR | O_TRUNC, true, 10);
+  CHECK(d.kind == HandleKind::write);
+  CHECK(d.truncate);
+  CHECK(open(O_WRONLY | O_CREAT, false, 0).kind == HandleKind::write);
+  CHECK(open(O_RDONLY, true, 10).kind == HandleKind::read);
+  // The default is unchanged: O_WRONLY replaces.
+  CHECK(decide_open(Profile::hdfs, {O_WRONLY, true, 10}).truncate);
+}

@@ -39,8 +39,8 @@ class DcpConsolidationTest(MountTest):
                                 and f"errno={log_errno} profile={profile} reason=read-handle" in line
                                 for line in refused), (name, refused))
 
-    def check_library_fixes_it(self, profile, **env):
-        self.mount(profile)
+    def check_library_fixes_it(self, profile, options=(), **env):
+        self.mount(profile, options=options)
         proc = self.run_lib(dcp(self.m("out")), **env)
         self.assertOk(proc)
         self.assertEqual(violations(proc.stderr), [])
@@ -63,6 +63,9 @@ class DcpConsolidationTest(MountTest):
 
     def test_hdfs_with_library_is_byte_identical_to_local(self):
         self.check_library_fixes_it("hdfs")
+
+    def test_hdfs_translated_open_flags_with_library_is_byte_identical_to_local(self):
+        self.check_library_fixes_it("hdfs", options=("hdfs_open=translate",))
 
     def test_strict_with_library_is_byte_identical_to_local(self):
         self.check_library_fixes_it("strict")
