@@ -6,27 +6,14 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/config.h"
+
 namespace appendonlyfs {
 
+// The library's table names 95 EOPNOTSUPP (== ENOTSUP on Linux; fuse_dfs's "ENOTSUP" is this value).
 std::string errno_name(int error) {
-  switch (error) {
-    case EOPNOTSUPP:
-      return "EOPNOTSUPP";  // == ENOTSUP on Linux; fuse_dfs's "ENOTSUP" is this value
-    case EPERM:
-      return "EPERM";
-    case EBADF:
-      return "EBADF";
-    case EINVAL:
-      return "EINVAL";
-    case ENOSYS:
-      return "ENOSYS";
-    case ENOSPC:
-      return "ENOSPC";
-    case EIO:
-      return "EIO";
-  }
-  if (const char* name = strerrorname_np(error)) return name;
-  return std::to_string(error);
+  const char* name = appendguard::errno_name(error);
+  return std::strcmp(name, "E?") == 0 ? std::to_string(error) : name;
 }
 
 std::string open_flags_text(int flags) {

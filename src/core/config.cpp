@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cstring>
 
 namespace appendguard {
 namespace {
@@ -89,7 +90,8 @@ const char* errno_name(int err) {
   for (const auto& entry : kErrnoNames) {
     if (entry.value == err) return entry.name;
   }
-  return "E?";
+  const char* name = strerrorname_np(err);  // glibc 2.32: a static string, safe in reports
+  return name ? name : "E?";
 }
 
 const char* mode_name(Mode mode) {

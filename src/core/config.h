@@ -41,7 +41,7 @@ ConfigResult parse_config(EnvLookup lookup);
 
 // errno names accepted by APPENDGUARD_ERRNO ("EOPNOTSUPP", "EIO", ... or a positive number).
 int errno_from_name(std::string_view name);  // 0 when unknown
-const char* errno_name(int err);             // "E?" when unknown
+const char* errno_name(int err);             // the table's name, else glibc's, else "E?"
 
 const char* mode_name(Mode mode);
 const char* action_name(Action action);
