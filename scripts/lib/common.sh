@@ -5,7 +5,10 @@ APPENDGUARD_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 APPENDGUARD_BUILD="${APPENDGUARD_BUILD_DIR:-$APPENDGUARD_REPO/build}"
 
 # Debian 12 packages the build, the tests and the demo need.
-APPENDGUARD_PACKAGES=(cmake g++ make pkg-config libfmt-dev libunwind-dev catch2 libfuse3-dev fuse3 python3)
+# clang-format: the lint test runs, never skips; rclone: a real write-once store for the e2e tests;
+# python3-venv: the real-client tests (PyTorch, safetensors) run in a virtual environment.
+APPENDGUARD_PACKAGES=(cmake g++ make pkg-config libfmt-dev libunwind-dev catch2 libfuse3-dev fuse3 python3
+  python3-venv clang-format rclone)
 
 say() { printf '==> %s\n' "$*"; }
 
