@@ -29,8 +29,59 @@ install_missing_packages() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# The real clients' versions: torch exactly (a range admitting newer releases pulls a CUDA build of
+# several GB), safetensors 0.8 (the ftruncate-preallocating writer) and transformers (save_pretrained).
+APPENDGUARD_CLIENT_REQUIREMENTS=(torch==2.13.0 "safetensors>=0.8,<0.9" "transformers>=5,<6" numpy)
+APPENDGUARD_CLIENT_IMPORTS="import torch, safetensors, transformers, numpy"
+APPENDGUARD_CLIENT_PYTHON=""
+
+# Prepares the Python that runs the real-client tests (tests/realclients) and sets
+# APPENDGUARD_CLIENT_PYTHON: a virtual environment ($APPENDGUARD_VENV, default build/venv), made once and
+# reused. torch is installed only from a wheel already on disk (pip's find-links): never a silent
+# download of gigabytes. Without one, a venv over an interpreter that already imports torch is used;
+# failing that, the real-client tests are left out with one line saying how to enable them, or, with
+# APPENDGUARD_REQUIRE_REAL_CLIENTS=1 (CI), the run stops.
+prepare_client_python() {
+  local venv="${APPENDGUARD_VENV:-$APPENDGUARD_BUILD/venv}" base=/usr/bin/python3 log
+  [ -x "$base" ] || base="$(command -v python3)"
+  if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "$APPENDGUARD_CLIENT_IMPORTS" 2>/dev/null; then
+    APPENDGUARD_CLIENT_PYTHON="$venv/bin/python"
+    return 0
+  fi
+  mkdir -p "$APPENDGUARD_BUILD"
+  log="$APPENDGUARD_BUILD/venv-setup.log"
+  say "preparing the real clients' Python in $venv (torch==2.13.0, safetensors, transformers; log: $log)"
+  if "$base" -m venv "$venv" >"$log" 2>&1 &&
+    "$venv/bin/python" -m pip install -q --no-index --no-deps torch==2.13.0 >>"$log" 2>&1; then
+    : # torch from a wheel on disk
+  elif "$base" -c "import torch" 2>/dev/null; then
+    rm -rf "$venv"
+    "$base" -m venv --system-site-packages "$venv" >>"$log" 2>&1 || true
+  else
+    client_python_unavailable "no torch==2.13.0 wheel on disk (pip --find-links) and no importable torch"
+    return 0
+  fi
+  if "$venv/bin/python" -m pip install -q "${APPENDGUARD_CLIENT_REQUIREMENTS[@]}" >>"$log" 2>&1 &&
+    "$venv/bin/python" -c "$APPENDGUARD_CLIENT_IMPORTS" >>"$log" 2>&1; then
+    APPENDGUARD_CLIENT_PYTHON="$venv/bin/python"
+  else
+    client_python_unavailable "installing ${APPENDGUARD_CLIENT_REQUIREMENTS[*]} failed (see $log)"
+  fi
+}
+
+client_python_unavailable() {
+  if [ "${APPENDGUARD_REQUIRE_REAL_CLIENTS:-0}" = 1 ]; then
+    echo "appendguard: real-client tests required (APPENDGUARD_REQUIRE_REAL_CLIENTS=1) but: $1" >&2
+    exit 1
+  fi
+  echo "appendguard: real-client tests (PyTorch, safetensors) left out: $1; to enable them, put the" \
+    "torch==2.13.0 CPU wheel in a pip --find-links folder, or set APPENDGUARD_VENV to a venv with torch," \
+    "safetensors and transformers" >&2
+}
+
 build_appendguard() {
   say "building in $APPENDGUARD_BUILD"
-  cmake -S "$APPENDGUARD_REPO" -B "$APPENDGUARD_BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake -S "$APPENDGUARD_REPO" -B "$APPENDGUARD_BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DAPPENDGUARD_CLIENT_PYTHON="$APPENDGUARD_CLIENT_PYTHON" >/dev/null
   cmake --build "$APPENDGUARD_BUILD" -j"$(nproc)" >/dev/null
 }
