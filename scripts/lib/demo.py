@@ -1,5 +1,9 @@
 """scripts/demo, after set-up and build: see the comment in scripts/demo. Exits 0 only if every step
-happened as described."""
+happened as described.
+
+usage: demo.py BUILD_DIR [CLIENT_PYTHON]
+With CLIENT_PYTHON (an interpreter that imports torch), steps 1 and 2 run PyTorch's own dcp.save with
+HuggingFace consolidation; without it, a faithful imitation of its write pattern, and the demo says so."""
 import filecmp
 import os
 import subprocess
@@ -14,7 +18,13 @@ BUILD = sys.argv[1]
 APPENDONLYFS = os.path.join(BUILD, "src", "appendonlyfs", "appendonlyfs")
 LAUNCHER = os.path.join(BUILD, "src", "cli", "appendguard")
 SCRIPTS = os.path.join(REPO, "tests", "integration", "scripts")
-CONSOLIDATE = [sys.executable, os.path.join(SCRIPTS, "dcp_consolidate.py")]
+CLIENT_PYTHON = sys.argv[2] if len(sys.argv) > 2 else ""
+if CLIENT_PYTHON:
+    CONSOLIDATION = "PyTorch's dcp.save with HuggingFaceStorageWriter(enable_consolidation=True)"
+    CONSOLIDATE = [CLIENT_PYTHON, os.path.join(REPO, "tests", "realclients", "clients.py"), "dcp_save"]
+else:
+    CONSOLIDATION = "an imitation of PyTorch's DCP consolidation (no PyTorch here)"
+    CONSOLIDATE = [sys.executable, os.path.join(SCRIPTS, "dcp_consolidate.py")]
 RANDOM_WRITER = [sys.executable, os.path.join(SCRIPTS, "random_writer.py")]
 
 
@@ -32,10 +42,15 @@ def run(argv):
     return subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
 
 
-def same_tree(a, b):
-    names = sorted(os.listdir(a))
-    return names == sorted(os.listdir(b)) and all(filecmp.cmp(os.path.join(a, n), os.path.join(b, n), shallow=False)
-                                                   for n in names)
+def output_files(directory):
+    """The consolidated files (DCP's intermediate shards, in subdirectories, differ from run to run)."""
+    return sorted(n for n in os.listdir(directory) if os.path.isfile(os.path.join(directory, n)))
+
+
+def same_files(a, b):
+    names = output_files(a)
+    return names == output_files(b) and all(filecmp.cmp(os.path.join(a, n), os.path.join(b, n), shallow=False)
+                                            for n in names)
 
 
 def main():
@@ -45,6 +60,7 @@ def main():
     with aofs.mounted(APPENDONLYFS, profile="hdfs", log=log) as (backing, mount):
         step(f"appendonlyfs (HDFS rules) mounted at {mount}")
 
+        step(f"consolidation: {CONSOLIDATION}")
         step("1. DCP consolidation without appendguard: header 'wb', reopen 'r+b', seek end, append tensors")
         plain = run(CONSOLIDATE + [os.path.join(mount, "plain")])
         if plain.returncode == 0 or "[Errno 95] Operation not supported" not in plain.stderr:
@@ -60,9 +76,9 @@ def main():
             reference = run(CONSOLIDATE + [os.path.join(local, "out")])
             if reference.returncode != 0:
                 fail(f"the local reference run failed:\n{reference.stderr}")
-            if not same_tree(os.path.join(backing, "guarded"), os.path.join(local, "out")):
+            if not same_files(os.path.join(backing, "guarded"), os.path.join(local, "out")):
                 fail("the files on the mount differ from a local run")
-        count = len(os.listdir(os.path.join(backing, "guarded")))
+        count = len(output_files(os.path.join(backing, "guarded")))
         print(f"    succeeds: {count} files, byte-identical to a run on a local disk")
 
         step("3. a writer that seeks to random offsets (PyTorch 2.8 style) under appendguard")
