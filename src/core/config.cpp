@@ -204,6 +204,28 @@ ConfigResult parse_config(EnvLookup lookup) {
       return result;
     }
   }
+  if (const char* v = get("APPENDGUARD_FS")) {
+    std::string why = parse_mount_selection(v, config.mounts);
+    if (!why.empty()) {
+      result.error = bad_value("APPENDGUARD_FS", v,
+                               why +
+                                   "; accepted: known (the default: appendonlyfs, fuse_dfs, mountpoint-s3), "
+                                   "fuse (every FUSE mount), none (by name only), or a comma-separated list "
+                                   "of mount types, sources and absolute mount points to add");
+      return result;
+    }
+  }
+  if (const char* v = get("APPENDGUARD_PREALLOC")) {
+    std::string_view word = v;
+    if (word == "defer") {
+      config.prealloc = Prealloc::kDefer;
+    } else if (word == "refuse") {
+      config.prealloc = Prealloc::kRefuse;
+    } else {
+      result.error = bad_value("APPENDGUARD_PREALLOC", v, "accepted: defer, refuse");
+      return result;
+    }
+  }
   if (const char* v = get("APPENDGUARD_PYTHON_STACK")) {
     if (!parse_bool(v, config.python_stack)) {
       result.error =

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "core/glob.h"
+#include "core/mount_table.h"
 
 namespace appendguard {
 
@@ -16,6 +17,9 @@ enum class Action { kError, kAbort, kWarn };
 // truncating it and writing its bytes back (stores that cannot append but replace a file atomically
 // when it is closed, such as mountpoint-s3).
 enum class Reopen { kAppend, kRewrite };
+// What enforce mode does with a call that only grows a guarded file (ftruncate up, fallocate): record the
+// size and fill it with zeros at the last close (defer), or refuse it as the mount would.
+enum class Prealloc { kDefer, kRefuse };
 
 struct Config {
   Mode mode = Mode::kOff;
@@ -27,6 +31,8 @@ struct Config {
   bool trace = false;
   bool python_stack = true;
   Reopen reopen = Reopen::kAppend;
+  MountSelection mounts;  // APPENDGUARD_FS: mounts on which every written file is guarded
+  Prealloc prealloc = Prealloc::kDefer;
 };
 
 struct ConfigResult {

@@ -47,4 +47,26 @@ bool fallocate_is_noop(uint64_t end_of_file, int mode, off64_t offset, off64_t l
   return mode == 0 && static_cast<uint64_t>(offset) + static_cast<uint64_t>(length) <= end_of_file;
 }
 
+DeferredResize defer_resize(uint64_t end_of_file, uint64_t logical_size, int fallocate_mode, off64_t offset,
+                            off64_t length) {
+  DeferredResize r;
+  if (logical_size < end_of_file) logical_size = end_of_file;
+  if (fallocate_mode < 0) {
+    if (length < 0 || static_cast<uint64_t>(length) < end_of_file) return r;  // EINVAL, or cuts written bytes
+    r.deferrable = true;
+    r.logical_size = static_cast<uint64_t>(length);
+    return r;
+  }
+  if (offset < 0 || length <= 0) return r;  // libc and the kernel answer EINVAL
+  if (fallocate_mode == FALLOC_FL_KEEP_SIZE) {
+    r.deferrable = true;
+    r.logical_size = logical_size;
+  } else if (fallocate_mode == 0) {
+    uint64_t range_end = static_cast<uint64_t>(offset) + static_cast<uint64_t>(length);
+    r.deferrable = true;
+    r.logical_size = range_end > logical_size ? range_end : logical_size;
+  }
+  return r;
+}
+
 }  // namespace appendguard

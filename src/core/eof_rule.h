@@ -75,4 +75,16 @@ bool truncate_is_noop(uint64_t end_of_file, off64_t length);
 // Size-preserving fallocate: FALLOC_FL_KEEP_SIZE alone, or mode 0 within the current end.
 bool fallocate_is_noop(uint64_t end_of_file, int mode, off64_t offset, off64_t length);
 
+// Deferred preallocation: a resize that never cuts below the bytes written (ftruncate to at least the
+// end; fallocate mode 0 or FALLOC_FL_KEEP_SIZE) need not reach the mount. The program is told it
+// succeeded, sees `logical_size` as the file's size, and the file is filled with zeros up to it when it
+// is closed. `fallocate_mode` is -1 for a truncation; `logical_size` is the size the program sees now
+// (the end of file, or more after an earlier deferral).
+struct DeferredResize {
+  bool deferrable = false;
+  uint64_t logical_size = 0;  // after the call
+};
+DeferredResize defer_resize(uint64_t end_of_file, uint64_t logical_size, int fallocate_mode, off64_t offset,
+                            off64_t length);
+
 }  // namespace appendguard

@@ -31,6 +31,8 @@ TrackedFile* FileTable::acquire_file(dev_t device, ino_t inode, uint64_t size) {
   }
   f->device = device;
   f->inode = inode;
+  f->reserved_size = 0;
+  f->reserved_by = 0;
   f->end_of_file = size;
   f->descriptions = 1;
   f->next_free = nullptr;
@@ -60,6 +62,7 @@ Description* FileTable::track(int fd, const OpenRecord& record) {
     if (record.truncated || file->descriptions == 1 || record.size > file->end_of_file) {
       file->end_of_file = record.size;
     }
+    if (record.truncated) file->reserved_size = 0;
     d->file = file;
     d->position = record.position;
     d->reported_once = 0;
@@ -131,6 +134,12 @@ void FileTable::forget_range(unsigned first, unsigned last) {
     Description* previous = slots_[fd].exchange(nullptr, std::memory_order_acq_rel);
     if (previous) release_description(previous);
   }
+}
+
+bool FileTable::is_last_descriptor_of_file(int fd) {
+  LockGuard guard(registry_);
+  Description* d = lookup(fd);
+  return d && d->descriptors == 1 && d->file && d->file->descriptions == 1;
 }
 
 bool FileTable::end_of_file_of(dev_t device, ino_t inode, uint64_t& end_of_file) {

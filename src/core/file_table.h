@@ -26,7 +26,12 @@ struct TrackedFile {
   Lock lock;  // serializes check + write for every description on this file
   dev_t device = 0;
   ino_t inode = 0;
-  uint64_t end_of_file = 0;   // guarded by lock
+  uint64_t end_of_file = 0;  // guarded by lock
+  // Deferred preallocation (guarded by lock): the size the program was promised, filled with zeros when
+  // the file's last descriptor here closes; 0 when nothing is pending. Only `reserved_by` fills it: a
+  // forked child closing its copies must not write into the parent's file.
+  uint64_t reserved_size = 0;
+  pid_t reserved_by = 0;
   uint32_t descriptions = 0;  // guarded by the table's registry lock
   TrackedFile* next_free = nullptr;
 };
@@ -93,6 +98,8 @@ class FileTable {
   void forget_range(unsigned first, unsigned last);
   // Looks up a file by identity (truncate(path) on an open file).
   bool end_of_file_of(dev_t device, ino_t inode, uint64_t& end_of_file);
+  // True if `fd` is this process's only descriptor of its file (closing it closes the file here).
+  bool is_last_descriptor_of_file(int fd);
   void set_end_of_file(dev_t device, ino_t inode, uint64_t end_of_file);
 
   // pthread_atfork hooks: the registry is locked across fork; in the child every file lock is released

@@ -13,6 +13,7 @@
 
 #include "core/open_flags.h"
 #include "core/path.h"
+#include "shim/mount_guard.h"
 #include "shim/real_io.h"
 
 namespace appendguard {
@@ -34,6 +35,19 @@ bool resolve_full_path(int dirfd, const char* path, char* out) {
   char base[kMaxPath] = "";
   if (path[0] != '/' && !base_directory(dirfd, base, sizeof base)) return false;
   return normalize_path(base, path, out, kMaxPath) > 0;
+}
+
+// APPENDGUARD_PATHS: fills `full_path` (absolute and normalized where it can be resolved) when it matches.
+bool matched_by_name(int dirfd, const char* path, char* full_path) {
+  const PatternSet& patterns = g_config->paths;
+  if (!patterns.could_match(path)) return false;
+  if (!patterns.needs_full_path() && !patterns.matches({}, file_name_of(path))) return false;
+  if (!resolve_full_path(dirfd, path, full_path)) {
+    if (patterns.needs_full_path()) return false;  // cannot tell where it is: a name-only match still counts
+    std::strncpy(full_path, path, kMaxPath - 1);
+    full_path[kMaxPath - 1] = '\0';
+  }
+  return !patterns.needs_full_path() || patterns.matches(full_path, file_name_of(full_path));
 }
 
 void report_open_in_audit(const OpenRequest& request, const OpenDecision& decision, int fd, Description* d,
@@ -84,16 +98,12 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
   if (mode == Mode::kOff) return;
   bool writes = is_write_open(request.flags);
   if (!writes && !g_config->trace) return;
-  const PatternSet& patterns = g_config->paths;
-  if (!patterns.could_match(request.path)) return;
-  if (!patterns.needs_full_path() && !patterns.matches({}, file_name_of(request.path))) return;
-
-  if (!resolve_full_path(request.dirfd, request.path, decision.path)) {
-    if (patterns.needs_full_path()) return;  // cannot tell where it is: a name-only match still counts
-    std::strncpy(decision.path, request.path, kMaxPath - 1);
-    decision.path[kMaxPath - 1] = '\0';
+  if (!matched_by_name(request.dirfd, request.path, decision.path)) {
+    // Not by name: a write open on an append-only mount is guarded all the same.
+    if (!writes || !any_append_only_mount()) return;
+    if (!resolve_full_path(request.dirfd, request.path, decision.path)) return;
+    if (!append_only_mount_of(decision.path)) return;
   }
-  if (patterns.needs_full_path() && !patterns.matches(decision.path, file_name_of(decision.path))) return;
   if (!writes) {
     decision.trace_only = true;
     return;
@@ -415,8 +425,9 @@ int close_tracked(int fd) {
   // shows its real result; the path is copied first because the description is recycled by forgetting.
   char path[kMaxPath] = "";
   const bool traced = tracing();
-  if (traced) {
-    if (Description* d = g_files.lookup(fd)) std::snprintf(path, sizeof path, "%s", d->path);
+  if (Description* d = g_files.lookup(fd)) {
+    fill_reservation_before_close(fd, d);
+    if (traced) std::snprintf(path, sizeof path, "%s", d->path);
   }
   note_close(fd);
   int result = real_close(fd);
@@ -453,11 +464,9 @@ void note_setfl(int fd, Description* d, int requested, int applied, int result) 
 
 bool guarded_path(const char* path, char* full_path) {
   if (!path || InternalScope::active() || current_mode() == Mode::kOff) return false;
-  const PatternSet& patterns = g_config->paths;
-  if (!patterns.could_match(path)) return false;
-  if (!patterns.needs_full_path() && !patterns.matches({}, file_name_of(path))) return false;
-  if (!resolve_full_path(AT_FDCWD, path, full_path)) return false;
-  return patterns.matches(full_path, file_name_of(full_path));
+  if (matched_by_name(AT_FDCWD, path, full_path)) return full_path[0] == '/';  // else: not resolvable
+  return any_append_only_mount() && resolve_full_path(AT_FDCWD, path, full_path) &&
+         append_only_mount_of(full_path);
 }
 
 // ---------------------------------------------------------------- reads and mappings

@@ -69,6 +69,10 @@ void note_duplicate(const char* operation, int old_fd, int new_fd);
 void note_close(int fd);
 // close() of a tracked descriptor: forget it, close it, trace the real result.
 int close_tracked(int fd);
+// Deferred preallocation (deferred_prealloc.cpp): before the last descriptor of a file closes, and at
+// exit, append the zeros the program was promised and did not write.
+void fill_reservation_before_close(int fd, Description* d);
+void fill_reservations_at_exit();
 // A descriptor number the kernel just handed out for something we do not guard: if we still track that
 // number, it was closed behind our back (a raw syscall, glibc closing internally) and is forgotten.
 inline int forget_if_stale(int fd) {

@@ -132,14 +132,20 @@ APPENDGUARD_SLOW_PATH off64_t guarded_seek(const char* operation, int fd, Descri
   if (!file) return real_seek();
   off64_t result;
   int error = errno;  // left as it was when the seek succeeds
+  // A deferred preallocation makes the file look as large as promised.
+  uint64_t size = file->reserved_size > file->end_of_file ? file->reserved_size : file->end_of_file;
   if (g_config->mode == Mode::kEnforce && d->kernel_appends) {
     // We own the position: the kernel appends whatever its own offset says.
-    SeekResult seek = compute_seek(d->position, file->end_of_file, offset, whence);
+    SeekResult seek = compute_seek(d->position, size, offset, whence);
     result = seek.offset;
     if (result < 0) error = seek.error;
     if (result >= 0) d->position = static_cast<uint64_t>(result);
   } else {
-    result = real_seek();
+    if (whence == SEEK_END && size > file->end_of_file) {
+      result = real_lseek64(fd, static_cast<off64_t>(size) + offset, SEEK_SET);
+    } else {
+      result = real_seek();
+    }
     error = errno;
     if (result >= 0) d->position = static_cast<uint64_t>(result);
   }
@@ -165,17 +171,27 @@ inline uint64_t end_after_resize(const Resize& r, uint64_t end) {
   return range_end > end ? range_end : end;
 }
 
+// Enforce mode, APPENDGUARD_PREALLOC=defer: a resize that only grows the file or reserves space is not
+// sent; the promised size is filled with zeros at the last close (fill_reservation_before_close).
+// Returns true if it was deferred.
+bool defer_resize_if_possible(const char* operation, int fd, Description* d, const Resize& resize);
+
 template <typename Perform>
 APPENDGUARD_SLOW_PATH int guarded_resize(const char* operation, int fd, Description* d, const Resize& resize,
                                          Perform&& perform) {
   uint64_t end = 0;
+  uint64_t reserved = 0;
   {
     HeldFile file(fd, d);
     if (!file) return perform();
     end = file->end_of_file;
+    reserved = file->reserved_size;
   }
-  const bool is_noop = resize_is_noop(resize, end);
-  if (is_noop && g_config->mode == Mode::kEnforce) {
+  const bool enforce = g_config->mode == Mode::kEnforce;
+  if (enforce && g_config->prealloc == Prealloc::kDefer && defer_resize_if_possible(operation, fd, d, resize))
+    return 0;
+  const bool is_noop = reserved <= end && resize_is_noop(resize, end);
+  if (is_noop && enforce) {
     // The size stays as it is: nothing to ask of a mount that refuses resizing.
     if (tracing()) {
       trace(operation, fd, d->path, 0, 0, "offset=%lld length=%lld (size unchanged: not sent)",
@@ -185,12 +201,18 @@ APPENDGUARD_SLOW_PATH int guarded_resize(const char* operation, int fd, Descript
   }
   if (!is_noop) {
     const bool allocates = resize.fallocate_mode >= 0;
-    Violation v =
-        violation_on(operation, fd, d, end,
-                     allocates ? "preallocates or punches a file on an append-only mount, which refuses "
-                                 "fallocate"
-                               : "changes the size of a file on an append-only mount, which refuses "
-                                 "truncation");
+    const bool deferrable =
+        defer_resize(end, reserved, resize.fallocate_mode, resize.offset, resize.length).deferrable;
+    const char* why = allocates
+                          ? "preallocates or punches a file on an append-only mount, which refuses fallocate"
+                          : "changes the size of a file on an append-only mount, which refuses truncation";
+    if (deferrable && !enforce) {
+      why = allocates ? "preallocates a file on an append-only mount, which refuses fallocate (enforce mode "
+                        "defers it: zeros are appended at close if the program writes less)"
+                      : "grows a file with truncate on an append-only mount, which refuses truncation "
+                        "(enforce mode defers it: zeros are appended at close if the program writes less)";
+    }
+    Violation v = violation_on(operation, fd, d, end, why);
     v.has_count = allocates;
     v.count = static_cast<uint64_t>(resize.length);
     v.has_offset = true;

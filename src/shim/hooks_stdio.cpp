@@ -185,6 +185,7 @@ APPENDGUARD_HOOK int fclose(FILE* stream) {
   int fd = stream ? stream->_fileno : -1;
   if (__builtin_expect(g_files.lookup(fd) != nullptr, 0) && !is_cookie_stream(stream)) {
     real_fflush(stream);  // its last bytes reach the descriptor while it is still the one we know
+    if (Description* d = g_files.lookup(fd)) fill_reservation_before_close(fd, d);
     note_close(fd);
   }
   return real_fclose(stream);

@@ -15,6 +15,7 @@
 #include "core/path.h"
 #include "report/report.h"
 #include "shim/guard.h"
+#include "shim/mount_guard.h"
 
 namespace appendguard {
 
@@ -56,7 +57,7 @@ void adopt_inherited_descriptors() {
     if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY) continue;
     char path[kMaxPath];
     if (!descriptor_path(static_cast<int>(fd), path, sizeof path) || path[0] != '/') continue;
-    if (g_config->paths.matches(path, file_name_of(path)))
+    if (g_config->paths.matches(path, file_name_of(path)) || append_only_mount_of(path))
       adopt_descriptor(static_cast<int>(fd), path, flags);
   }
   closedir(dir);
@@ -78,7 +79,9 @@ void initialize() {
   configure_reporter(*g_config);
   g_owner_pid.store(raw_getpid(), std::memory_order_relaxed);
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+  load_mount_table();
   adopt_inherited_descriptors();
+  atexit(fill_reservations_at_exit);
   RuntimeState state = g_config->mode == Mode::kEnforce ? RuntimeState::kEnforce : RuntimeState::kAudit;
   g_runtime_state.store(static_cast<int>(state), std::memory_order_release);
 }

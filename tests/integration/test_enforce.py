@@ -119,7 +119,7 @@ class EnforceTest(TempDirTest):
         self.assertEqual(r["child_exit"], "0")
         self.assertEqual(read_bytes(path), b"p" * 10 + b"c" * 10)
 
-    def test_resizing_is_refused_unless_the_size_stays(self):
+    def test_resizing_is_refused_unless_it_only_grows(self):
         path = self.path("r.safetensors")
         r, err = self.probe("resize", path)
         self.assertEqual(r["ftruncate_same"], "0")
@@ -127,11 +127,44 @@ class EnforceTest(TempDirTest):
         self.assertEqual(r["truncate_path"], "-1 errno=EOPNOTSUPP")
         self.assertEqual(r["truncate_path_same"], "0")
         self.assertEqual(r["posix_fallocate_within"], "0")
-        self.assertEqual(r["posix_fallocate_extend"], "EOPNOTSUPP")
+        self.assertEqual(r["posix_fallocate_extend"], "0")  # deferred: zeros appended at close
         self.assertEqual(r["fallocate_keep_size"], "0")
         self.assertEqual(r["fallocate_punch"], "-1 errno=EOPNOTSUPP")
+        self.assertEqual(read_bytes(path), b"a" * 100 + b"\0" * 50)
+        self.assertEqual(len(violations(err)), 3)
+
+    def test_resizing_that_grows_is_refused_with_prealloc_refuse(self):
+        path = self.path("r.safetensors")
+        r, err = self.probe("resize", path, APPENDGUARD_PREALLOC="refuse")
+        self.assertEqual(r["posix_fallocate_extend"], "EOPNOTSUPP")
+        self.assertEqual(r["fallocate_keep_size"], "0")
         self.assertEqual(read_bytes(path), b"a" * 100)
         self.assertEqual(len(violations(err)), 4)
+
+    def test_deferred_preallocation_is_zero_filled_at_close_or_exit(self):
+        for ending in ("close", "exit"):
+            with self.subTest(ending=ending):
+                path = self.path(f"p-{ending}.safetensors")
+                r, err = self.probe("prealloc", path, ending)
+                self.assertEqual(r["ftruncate_grow"], "0")
+                self.assertEqual(r["seek_end"], "1000")
+                self.assertEqual(r["write"], "300")
+                self.assertEqual(r["fallocate_keep_size"], "0")
+                self.assertEqual(r["posix_fallocate_within"], "0")
+                self.assertEqual(r["ftruncate_cut"], "-1 errno=EOPNOTSUPP")  # below the bytes written
+                self.assertEqual(r["seek_end_after"], "1000")
+                self.assertEqual(r["write_past_end"], "-1 errno=EOPNOTSUPP")  # skips the physical end
+                self.assertEqual(len(violations(err)), 2)
+                # KEEP_SIZE reserved 8192 bytes without changing the size the program sees.
+                self.assertEqual(read_bytes(path), b"x" * 300 + b"\0" * 700)
+
+    def test_deferred_preallocation_in_audit_mode_is_reported(self):
+        path = self.path("p.safetensors")
+        r, err = self.probe("prealloc", path, "close", mode="audit")
+        self.assertEqual(r["ftruncate_grow"], "0")
+        grows = [v for v in violations(err) if v.startswith("appendguard: violation: ftruncate") and "offset=1000" in v]
+        self.assertEqual(len(grows), 1, err)
+        self.assertIn("enforce mode defers it", err)
 
     def test_reads_and_shared_maps_of_rewritten_handle_are_reported(self):
         path = self.path("m.safetensors")

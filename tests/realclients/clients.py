@@ -12,7 +12,8 @@ actions:
                     consolidate_safetensors_files_on_every_rank into OUT_DIR/hf
   torch_save        torch.save of the state dict to OUT_DIR/model.pt
   save_file         safetensors.torch.save_file to OUT_DIR/model.safetensors
-  save_pretrained   transformers save_pretrained of a tiny GPT-2 built from a config (no download)
+  save_pretrained   transformers save_pretrained of a tiny GPT-2 built from a config (no download), in
+                    shards of 40 KB
 """
 import os
 import sys
@@ -147,8 +148,14 @@ def save_pretrained(out_dir):
     torch.manual_seed(0)
     config = GPT2Config(n_embd=32, n_layer=2, n_head=2, n_positions=64, vocab_size=128)
     model = GPT2LMHeadModel(config)
-    model.save_pretrained(out_dir)
-    loaded = load_file(os.path.join(out_dir, "model.safetensors"))
+    # Small shards: several model-0000N-of-0000M.safetensors files, each through its own temporary file.
+    model.save_pretrained(out_dir, max_shard_size="40KB")
+    shards = sorted(n for n in os.listdir(out_dir) if n.endswith(".safetensors"))
+    if len(shards) < 2:
+        raise AssertionError(f"expected at least two shards, found {shards}")
+    loaded = {}
+    for name in shards:
+        loaded.update(load_file(os.path.join(out_dir, name)))
     expected = {k: v for k, v in model.state_dict().items() if k in loaded}
     check_equal(loaded, expected, out_dir)
     print(f"ok: save_pretrained wrote {sorted(os.listdir(out_dir))}")

@@ -123,3 +123,20 @@ TEST_CASE("reopen strategy") {
   ConfigResult r = parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_REOPEN", "copy"}});
   CHECK(r.error == "appendguard: invalid APPENDGUARD_REOPEN='copy': accepted: append, rewrite");
 }
+
+TEST_CASE("preallocation and whole-mount guarding") {
+  Config c = parse({{"APPENDGUARD", "1"}}).config;
+  CHECK(c.prealloc == Prealloc::kDefer);
+  CHECK(c.mounts.known);
+  CHECK_FALSE(c.mounts.any_fuse);
+  CHECK(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_PREALLOC", "refuse"}}).config.prealloc ==
+        Prealloc::kRefuse);
+  ConfigResult r = parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_PREALLOC", "zero"}});
+  CHECK(r.error == "appendguard: invalid APPENDGUARD_PREALLOC='zero': accepted: defer, refuse");
+  CHECK(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_FS", "none"}}).config.mounts.none());
+  CHECK(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_FS", "fuse"}}).config.mounts.any_fuse);
+  r = parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_FS", "fuse rclone"}});
+  CHECK(r.error.starts_with(
+      "appendguard: invalid APPENDGUARD_FS='fuse rclone': an item with a space (items are "
+      "separated by commas); accepted: known (the default"));
+}

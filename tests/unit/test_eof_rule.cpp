@@ -120,3 +120,27 @@ TEST_CASE("size changes") {
   CHECK_FALSE(fallocate_is_noop(100, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 10));
   CHECK_FALSE(fallocate_is_noop(100, 0, 0, 0));
 }
+
+TEST_CASE("deferred preallocation: growing resizes are deferred, cutting ones are not") {
+  // ftruncate to the end or beyond
+  DeferredResize r = defer_resize(0, 0, -1, 0, 62800);
+  CHECK(r.deferrable);
+  CHECK(r.logical_size == 62800);
+  r = defer_resize(100, 500, -1, 0, 300);  // shrinks the reservation, not the bytes written
+  CHECK(r.deferrable);
+  CHECK(r.logical_size == 300);
+  CHECK_FALSE(defer_resize(100, 0, -1, 0, 99).deferrable);  // cuts written bytes
+  CHECK_FALSE(defer_resize(100, 0, -1, 0, -1).deferrable);  // EINVAL
+  // fallocate mode 0 grows; KEEP_SIZE reserves without changing the size; other modes are not deferrable
+  r = defer_resize(100, 0, 0, 50, 200);
+  CHECK(r.deferrable);
+  CHECK(r.logical_size == 250);
+  r = defer_resize(100, 400, 0, 0, 200);
+  CHECK(r.logical_size == 400);
+  r = defer_resize(100, 0, FALLOC_FL_KEEP_SIZE, 0, 1000);
+  CHECK(r.deferrable);
+  CHECK(r.logical_size == 100);
+  CHECK_FALSE(defer_resize(100, 0, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 10).deferrable);
+  CHECK_FALSE(defer_resize(100, 0, 0, -1, 10).deferrable);
+  CHECK_FALSE(defer_resize(100, 0, 0, 0, 0).deferrable);
+}

@@ -240,6 +240,26 @@ static int case_resize(const char* path) {
   return 0;
 }
 
+// The safetensors 0.8 pattern, then less written than reserved: a new file opened read-write, grown
+// with ftruncate, written from 0, then closed ("close") or left open at exit ("exit").
+static int case_prealloc(const char* path, const char* ending) {
+  char buf[300];
+  fill(buf, sizeof buf, 'x');
+  int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+  show("ftruncate_grow", ftruncate(fd, 1000));
+  show("seek_end", lseek(fd, 0, SEEK_END));
+  show("seek_start", lseek(fd, 0, SEEK_SET));
+  show("write", write(fd, buf, sizeof buf));
+  show("fallocate_keep_size", fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 8192));
+  show("posix_fallocate_within", posix_fallocate(fd, 0, 900));
+  show("ftruncate_cut", ftruncate(fd, 200));
+  show("seek_end_after", lseek(fd, 0, SEEK_END));
+  show("write_past_end", pwrite(fd, buf, 10, 900));
+  if (!strcmp(ending, "exit")) exit(0);
+  show("close", close(fd));
+  return 0;
+}
+
 static int case_read(const char* path) {
   make_file(path, 100, 'a');
   int fd = open(path, O_RDWR);
@@ -425,6 +445,7 @@ int main(int argc, char** argv) {
   if (!strcmp(c, "threads")) return case_threads(argv[2]);
   if (!strcmp(c, "fork")) return case_fork(argv[2]);
   if (!strcmp(c, "resize")) return case_resize(argv[2]);
+  if (!strcmp(c, "prealloc")) return case_prealloc(argv[2], argv[3]);
   if (!strcmp(c, "read")) return case_read(argv[2]);
   if (!strcmp(c, "seek")) return case_seek(argv[2]);
   if (!strcmp(c, "copy") && argc > 3) return case_copy(argv[2], argv[3]);

@@ -1,0 +1,174 @@
+#include "core/mount_table.h"
+
+#include <array>
+
+namespace appendguard {
+namespace {
+
+// Append-only or write-once stores recognised without configuration: by mount type, or by the source
+// name their FUSE client gives itself (Apache's fuse_dfs and mountpoint-s3 mount as plain "fuse").
+constexpr std::array<std::string_view, 4> kKnownTypes = {"fuse.appendonlyfs", "fuse.fuse_dfs",
+                                                         "fuse.hadoop-fuse-dfs", "fuse.mountpoint-s3"};
+constexpr std::array<std::string_view, 3> kKnownSources = {"fuse_dfs", "hadoop-fuse-dfs", "mountpoint-s3"};
+
+bool is_fuse(std::string_view type) {
+  return type == "fuse" || type == "fuseblk" || type.starts_with("fuse.") || type.starts_with("fuseblk.");
+}
+
+template <size_t N>
+bool contains(const std::array<std::string_view, N>& list, std::string_view word) {
+  for (std::string_view item : list) {
+    if (item == word) return true;
+  }
+  return false;
+}
+
+std::string_view next_field(std::string_view& rest) {
+  size_t start = rest.find_first_not_of(' ');
+  if (start == std::string_view::npos) {
+    rest = {};
+    return {};
+  }
+  rest.remove_prefix(start);
+  size_t end = rest.find(' ');
+  std::string_view field = rest.substr(0, end);
+  rest.remove_prefix(end == std::string_view::npos ? rest.size() : end);
+  return field;
+}
+
+// mountinfo escapes space, tab, newline and backslash as \040, \011, \012, \134.
+std::string unescape(std::string_view field) {
+  std::string out;
+  out.reserve(field.size());
+  for (size_t i = 0; i < field.size(); ++i) {
+    if (field[i] == '\\' && i + 3 < field.size()) {
+      int value = 0;
+      bool octal = true;
+      for (size_t k = 1; k <= 3; ++k) {
+        char c = field[i + k];
+        if (c < '0' || c > '7') octal = false;
+        value = value * 8 + (c - '0');
+      }
+      if (octal) {
+        out.push_back(static_cast<char>(value));
+        i += 3;
+        continue;
+      }
+    }
+    out.push_back(field[i]);
+  }
+  return out;
+}
+
+bool is_path_prefix(std::string_view mount_point, std::string_view path) {
+  if (mount_point == "/") return true;
+  return path.starts_with(mount_point) &&
+         (path.size() == mount_point.size() || path[mount_point.size()] == '/');
+}
+
+}  // namespace
+
+std::string parse_mount_selection(std::string_view text, MountSelection& out) {
+  out = MountSelection{};
+  out.known = false;
+  bool saw_none = false;
+  size_t words = 0;
+  while (true) {
+    size_t comma = text.find(',');
+    std::string_view word = text.substr(0, comma);
+    ++words;
+    if (word.empty()) return "an empty item";
+    if (word.find_first_of(" \t\n") != std::string_view::npos)
+      return "an item with a space (items are separated by commas)";
+    if (word == "none") {
+      saw_none = true;
+    } else if (word == "known") {
+      out.known = true;
+    } else if (word == "fuse") {
+      out.any_fuse = true;
+    } else {
+      if (word.find('/') != std::string_view::npos && word[0] != '/' &&
+          word.find(':') == std::string_view::npos) {
+        return "'" + std::string(word) + "' is neither a mount type, a source nor an absolute mount point";
+      }
+      std::string item(word);
+      while (item.size() > 1 && item.back() == '/') item.pop_back();
+      out.extra.push_back(std::move(item));
+    }
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  if (saw_none) {
+    if (words > 1) return "'none' cannot be combined with other items";
+    return {};
+  }
+  out.known = true;  // every list adds to the known stores
+  return {};
+}
+
+bool parse_mountinfo_line(std::string_view line, MountEntry& out) {
+  // id parent major:minor root mount_point options [optional fields...] - type source super_options
+  std::string_view rest = line;
+  for (int i = 0; i < 4; ++i) {
+    if (next_field(rest).empty()) return false;
+  }
+  std::string_view mount_point = next_field(rest);
+  if (mount_point.empty() || next_field(rest).empty()) return false;
+  while (true) {
+    std::string_view field = next_field(rest);
+    if (field.empty()) return false;
+    if (field == "-") break;
+  }
+  std::string_view type = next_field(rest);
+  std::string_view source = next_field(rest);
+  if (type.empty()) return false;
+  out.mount_point = unescape(mount_point);
+  out.type = std::string(type);
+  out.source = unescape(source);
+  return true;
+}
+
+bool is_append_only_mount(const MountEntry& entry, const MountSelection& selection) {
+  if (selection.none()) return false;
+  const bool fuse = is_fuse(entry.type);
+  if (selection.known &&
+      (contains(kKnownTypes, entry.type) || (fuse && contains(kKnownSources, entry.source)))) {
+    return true;
+  }
+  if (selection.any_fuse && fuse) return true;
+  for (const std::string& item : selection.extra) {
+    if (item == entry.type || item == entry.source || item == entry.mount_point) return true;
+    if (fuse && entry.type == "fuse." + item) return true;  // "rclone" for "fuse.rclone"
+  }
+  return false;
+}
+
+void MountTable::load(std::string_view mountinfo, const MountSelection& selection) {
+  mounts_.clear();
+  append_only_count_ = 0;
+  while (!mountinfo.empty()) {
+    size_t newline = mountinfo.find('\n');
+    std::string_view line = mountinfo.substr(0, newline);
+    mountinfo.remove_prefix(newline == std::string_view::npos ? mountinfo.size() : newline + 1);
+    Mount mount;
+    if (!parse_mountinfo_line(line, mount.entry)) continue;
+    mount.append_only = is_append_only_mount(mount.entry, selection);
+    if (mount.append_only) ++append_only_count_;
+    mounts_.push_back(std::move(mount));
+  }
+}
+
+const MountEntry* MountTable::append_only_mount_of(std::string_view path) const {
+  if (append_only_count_ == 0) return nullptr;
+  const Mount* best = nullptr;
+  for (const Mount& mount : mounts_) {
+    // ">=": of two mounts on one point the later one is on top.
+    if (is_path_prefix(mount.entry.mount_point, path) &&
+        (!best || mount.entry.mount_point.size() >= best->entry.mount_point.size())) {
+      best = &mount;
+    }
+  }
+  return best && best->append_only ? &best->entry : nullptr;
+}
+
+}  // namespace appendguard

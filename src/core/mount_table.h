@@ -1,0 +1,56 @@
+// Which mounts are append-only or write-once, from /proc/self/mountinfo and APPENDGUARD_FS. Pure: the
+// setting, the mountinfo text and the path lookup are plain data, so every case is unit-testable.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace appendguard {
+
+// APPENDGUARD_FS: which mounts guard every file written on them, whatever its name.
+struct MountSelection {
+  bool known = true;      // the stores known to be append-only or write-once (kKnownStores)
+  bool any_fuse = false;  // every FUSE mount
+  std::vector<std::string>
+      extra;  // mount types ("fuse.rclone"), sources ("fuse_dfs") or mount points ("/mnt/x")
+  bool none() const { return !known && !any_fuse && extra.empty(); }
+};
+
+// Parses APPENDGUARD_FS: "known" (the default), "fuse", "none", or a comma-separated list of those and of
+// mount types, sources and absolute mount points (each added to the known stores). Returns an empty
+// string on success, else why the value is wrong.
+std::string parse_mount_selection(std::string_view text, MountSelection& out);
+
+struct MountEntry {
+  std::string mount_point;  // unescaped
+  std::string type;         // "fuse.appendonlyfs", "fuse", "ext4"...
+  std::string source;       // "appendonlyfs:hdfs", "fuse_dfs"...
+};
+
+// One line of /proc/self/mountinfo; false if it is malformed.
+bool parse_mountinfo_line(std::string_view line, MountEntry& out);
+
+// Whether files on `entry` are guarded by `selection`.
+bool is_append_only_mount(const MountEntry& entry, const MountSelection& selection);
+
+// The mounts of a process, each marked append-only or not, looked up by path.
+class MountTable {
+ public:
+  // Builds the table from mountinfo text. Later lines (mounted over earlier ones) win.
+  void load(std::string_view mountinfo, const MountSelection& selection);
+  bool any_append_only() const { return append_only_count_ > 0; }
+  // The append-only mount holding the absolute, normalized `path` (the longest mount point that is a
+  // prefix of it, as the kernel resolves it without symbolic links), or null.
+  const MountEntry* append_only_mount_of(std::string_view path) const;
+
+ private:
+  struct Mount {
+    MountEntry entry;
+    bool append_only = false;
+  };
+  std::vector<Mount> mounts_;
+  size_t append_only_count_ = 0;
+};
+
+}  // namespace appendguard

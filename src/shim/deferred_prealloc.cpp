@@ -1,0 +1,108 @@
+// Deferred preallocation (APPENDGUARD_PREALLOC=defer): safetensors 0.8 and other writers grow a new file
+// with ftruncate or fallocate before writing it from the start; append-only mounts refuse that. The
+// promise is kept instead: the size is recorded, the program's writes go on as appends, and whatever the
+// program did not write is filled with zeros when the file's last descriptor here closes (or at exit),
+// so the file ends as an ordinary disk would leave it.
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "shim/guard.h"
+#include "shim/real_io.h"
+
+namespace appendguard {
+namespace {
+
+pid_t raw_getpid() {
+  return static_cast<pid_t>(syscall(SYS_getpid));
+}
+
+// Appends `count` zeros at `end`; returns how many landed.
+uint64_t append_zeros(int fd, const Description* d, uint64_t end, uint64_t count, int& error) {
+  static const char kZeros[4096] = {};
+  uint64_t done = 0;
+  while (done < count) {
+    size_t chunk = count - done < sizeof kZeros ? static_cast<size_t>(count - done) : sizeof kZeros;
+    ssize_t n = d->kernel_appends ? real_write(fd, kZeros, chunk)
+                                  : real_pwrite64(fd, kZeros, chunk, static_cast<off64_t>(end + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      error = n < 0 ? errno : EIO;
+      break;
+    }
+    done += static_cast<uint64_t>(n);
+  }
+  return done;
+}
+
+void fill(int fd, Description* d, const char* when) {
+  HeldFile file(fd, d);
+  if (!file || file->reserved_size <= file->end_of_file || file->reserved_by != raw_getpid()) return;
+  uint64_t end = file->end_of_file;
+  uint64_t missing = file->reserved_size - end;
+  int error = 0;
+  uint64_t written;
+  {
+    InternalScope internal;
+    written = append_zeros(fd, d, end, missing, error);
+  }
+  file->end_of_file = end + written;
+  file->reserved_size = 0;
+  file.release();
+  if (written != missing) {
+    char message[kMaxPath + 300];
+    std::snprintf(message, sizeof message,
+                  "%s: %s, appending the %llu zero bytes that complete its deferred preallocation to %llu "
+                  "bytes failed after %llu (%s): the file is shorter than the program made it",
+                  d->path, when, static_cast<unsigned long long>(missing),
+                  static_cast<unsigned long long>(end + missing), static_cast<unsigned long long>(written),
+                  errno_name(error));
+    report_notice(message);
+  }
+  if (tracing()) {
+    trace("prealloc-fill", fd, d->path, static_cast<long long>(written), error, "zeros=%llu at=%llu (%s)",
+          static_cast<unsigned long long>(missing), static_cast<unsigned long long>(end), when);
+  }
+}
+
+}  // namespace
+
+bool defer_resize_if_possible(const char* operation, int fd, Description* d, const Resize& resize) {
+  uint64_t before = 0;
+  uint64_t after = 0;
+  {
+    HeldFile file(fd, d);
+    if (!file) return false;
+    uint64_t end = file->end_of_file;
+    DeferredResize r =
+        defer_resize(end, file->reserved_size, resize.fallocate_mode, resize.offset, resize.length);
+    if (!r.deferrable) return false;
+    before = file->reserved_size > end ? file->reserved_size : end;
+    after = r.logical_size;
+    file->reserved_size = after > end ? after : 0;
+    file->reserved_by = raw_getpid();
+  }
+  if (tracing()) {
+    trace(operation, fd, d->path, 0, 0, "offset=%lld length=%lld size=%llu->%llu (deferred: not sent)",
+          static_cast<long long>(resize.offset), static_cast<long long>(resize.length),
+          static_cast<unsigned long long>(before), static_cast<unsigned long long>(after));
+  }
+  return true;
+}
+
+void fill_reservation_before_close(int fd, Description* d) {
+  if (!d->file || !owns_file_table() || !g_files.is_last_descriptor_of_file(fd)) return;
+  fill(fd, d, "at its last close");
+}
+
+void fill_reservations_at_exit() {
+  if (!owns_file_table()) return;
+  int highest = g_files.highest_fd();
+  for (int fd = 0; fd <= highest; ++fd) {
+    Description* d = g_files.lookup(fd);
+    if (d && d->file) fill(fd, d, "at exit");
+  }
+}
+
+}  // namespace appendguard

@@ -1,0 +1,102 @@
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "core/mount_table.h"
+
+using namespace appendguard;
+
+namespace {
+
+// Lines as this kernel writes them (appendonlyfs, rclone, Apache fuse_dfs, mountpoint-s3, a local disk).
+const char* kMountinfo =
+    "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
+    "40 22 0:35 / /mnt/aofs rw,nosuid,nodev,relatime shared:20 - fuse.appendonlyfs appendonlyfs:hdfs "
+    "rw,user_id=0,group_id=0\n"
+    "41 40 0:36 / /mnt/aofs/scratch rw,relatime shared:21 - tmpfs tmpfs rw\n"
+    "42 22 0:37 / /mnt/rclone rw,relatime shared:22 - fuse.rclone local:/srv rw,user_id=0\n"
+    "43 22 0:38 / /export/hdfs rw,relatime - fuse fuse_dfs rw,user_id=0\n"
+    "44 22 0:39 / /mnt/s3 rw,relatime - fuse mountpoint-s3 rw,user_id=0\n"
+    "45 22 0:40 / /mnt/with\\040space rw - fuse.appendonlyfs appendonlyfs:s3 rw\n"
+    "46 22 0:41 / /mnt/other rw - fuse.sshfs host:/x rw\n";
+
+MountSelection selection(const char* text) {
+  MountSelection s;
+  REQUIRE(parse_mount_selection(text, s).empty());
+  return s;
+}
+
+const char* mount_of(const MountTable& t, const char* path) {
+  const MountEntry* e = t.append_only_mount_of(path);
+  return e ? e->mount_point.c_str() : "";
+}
+
+}  // namespace
+
+TEST_CASE("a mountinfo line gives its mount point, type and source") {
+  MountEntry e;
+  REQUIRE(
+      parse_mountinfo_line("40 22 0:35 / /mnt/aofs rw,nosuid shared:20 master:3 - fuse.appendonlyfs "
+                           "appendonlyfs:hdfs rw",
+                           e));
+  CHECK(e.mount_point == "/mnt/aofs");
+  CHECK(e.type == "fuse.appendonlyfs");
+  CHECK(e.source == "appendonlyfs:hdfs");
+  REQUIRE(parse_mountinfo_line("45 22 0:40 / /mnt/with\\040space\\134x rw - tmpfs tmpfs rw", e));
+  CHECK(e.mount_point == "/mnt/with space\\x");
+  CHECK_FALSE(parse_mountinfo_line("40 22 0:35 / /mnt/aofs rw no-separator", e));
+  CHECK_FALSE(parse_mountinfo_line("", e));
+}
+
+TEST_CASE("by default the known stores are append-only, by type or by source") {
+  MountTable t;
+  t.load(kMountinfo, MountSelection{});
+  CHECK(t.any_append_only());
+  CHECK(std::string(mount_of(t, "/mnt/aofs/run1/.tmpAbc123")) == "/mnt/aofs");
+  CHECK(std::string(mount_of(t, "/mnt/aofs")) == "/mnt/aofs");
+  CHECK(std::string(mount_of(t, "/export/hdfs/ckpt/model.bin")) == "/export/hdfs");
+  CHECK(std::string(mount_of(t, "/mnt/s3/x")) == "/mnt/s3");
+  CHECK(std::string(mount_of(t, "/mnt/with space/x")) == "/mnt/with space");
+  CHECK(std::string(mount_of(t, "/mnt/rclone/x")).empty());  // its cache mode decides: not by default
+  CHECK(std::string(mount_of(t, "/mnt/other/x")).empty());
+  CHECK(std::string(mount_of(t, "/home/user/x")).empty());
+  CHECK(std::string(mount_of(t, "/mnt/aofsX/y")).empty());         // a prefix of the name is not the mount
+  CHECK(std::string(mount_of(t, "/mnt/aofs/scratch/y")).empty());  // a local mount inside it
+}
+
+TEST_CASE("APPENDGUARD_FS adds types, sources, mount points, or every FUSE mount") {
+  MountTable t;
+  t.load(kMountinfo, selection("rclone"));
+  CHECK(std::string(mount_of(t, "/mnt/rclone/x")) == "/mnt/rclone");
+  CHECK(std::string(mount_of(t, "/mnt/aofs/x")) == "/mnt/aofs");  // lists add to the known stores
+  t.load(kMountinfo, selection("fuse.sshfs,/mnt/rclone/"));
+  CHECK(std::string(mount_of(t, "/mnt/other/x")) == "/mnt/other");
+  CHECK(std::string(mount_of(t, "/mnt/rclone/x")) == "/mnt/rclone");
+  t.load(kMountinfo, selection("host:/x"));
+  CHECK(std::string(mount_of(t, "/mnt/other/x")) == "/mnt/other");
+  t.load(kMountinfo, selection("fuse"));
+  CHECK(std::string(mount_of(t, "/mnt/other/x")) == "/mnt/other");
+  CHECK(std::string(mount_of(t, "/home/x")).empty());
+  t.load(kMountinfo, selection("none"));
+  CHECK_FALSE(t.any_append_only());
+  CHECK(std::string(mount_of(t, "/mnt/aofs/x")).empty());
+}
+
+TEST_CASE("bad APPENDGUARD_FS values say why") {
+  MountSelection s;
+  CHECK_FALSE(parse_mount_selection("", s).empty());
+  CHECK_FALSE(parse_mount_selection("fuse,,rclone", s).empty());
+  CHECK_FALSE(parse_mount_selection("none,fuse", s).empty());
+  CHECK_FALSE(parse_mount_selection("fuse rclone", s).empty());
+  CHECK_FALSE(parse_mount_selection("mnt/hdfs", s).empty());
+  CHECK(parse_mount_selection("known", s).empty());
+  CHECK(s.known);
+  CHECK_FALSE(s.any_fuse);
+}
+
+TEST_CASE("a machine with no append-only mount has an empty table") {
+  MountTable t;
+  t.load("22 1 8:1 / / rw - ext4 /dev/sda1 rw\n", MountSelection{});
+  CHECK_FALSE(t.any_append_only());
+  CHECK(t.append_only_mount_of("/x") == nullptr);
+}
