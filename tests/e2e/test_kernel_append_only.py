@@ -10,12 +10,12 @@ whose tmpfs supports the attribute (Linux 6.0+). Without them it exits 77 (skip)
 APPENDGUARD_REQUIRE_FUSE=1 (CI: nothing may skip), which turns a missing prerequisite into a failure.
 """
 import os
-import shutil
-import subprocess
 import sys
 import unittest
 
-from e2e_support import PYTHON, check_library_is_effective, e2e_program, e2e_script, files_of, harness, read_bytes, results, violations
+from e2e_support import (PYTHON, check_library_is_effective, e2e_program, e2e_script, files_of, harness, read_bytes,
+                         results, violations)
+from tmpfs_append_only import chattr, is_append_only, missing_prerequisite, tmpfs_mounted
 
 STDIO = e2e_program("e2e_stdio_append")
 STREAM = e2e_program("e2e_stream_append")
@@ -28,49 +28,16 @@ EXPECTED = HEADER + b"".join(bytes([ord("0") + i]) * 5000 for i in range(4))
 SKIP_RETURN_CODE = 77
 
 
-def missing_prerequisite():
-    """Why this machine cannot run the test, or None."""
-    if os.geteuid() != 0:
-        return "not root (mounting a tmpfs and chattr +a need root)"
-    for tool in ("chattr", "lsattr", "mount", "umount"):
-        if shutil.which(tool) is None:
-            return f"{tool} is not installed (e2fsprogs / mount)"
-    return None
-
-
-def chattr(flag, path):
-    proc = subprocess.run(["chattr", flag, path], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    return proc.returncode, proc.stdout.strip()
-
-
-def is_append_only(path):
-    out = subprocess.run(["lsattr", "-d", path], stdout=subprocess.PIPE, text=True, check=True).stdout
-    return "a" in out.split()[0]
-
-
 class KernelAppendOnlyTest(harness.TempDirTest):
     def setUp(self):
         super().setUp()
         self.tmpfs = self.path("tmpfs")
         os.mkdir(self.tmpfs)
-        proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "appendguard-e2e", self.tmpfs],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.assertEqual(proc.returncode, 0, proc.stdout)
-        self.addCleanup(self.unmount)
-        self.addCleanup(self.clear_attributes)  # cleanups run last-in first-out: before the unmount
+        self.addCleanup(self.assert_unmounted)  # cleanups run last-in first-out: after the unmount
+        self.enterContext(tmpfs_mounted(self.tmpfs))
 
-    def unmount(self):
-        subprocess.run(["umount", self.tmpfs], check=False)
-        if os.path.ismount(self.tmpfs):
-            subprocess.run(["umount", "-l", self.tmpfs], check=False)
+    def assert_unmounted(self):
         self.assertFalse(os.path.ismount(self.tmpfs), "the tmpfs was left mounted")
-
-    def clear_attributes(self):
-        for base, _, names in os.walk(self.tmpfs):
-            for name in names:
-                full = os.path.join(base, name)
-                if is_append_only(full):
-                    self.assertEqual(chattr("-a", full)[0], 0, full)
 
     def t(self, name):
         return os.path.join(self.tmpfs, name)

@@ -14,6 +14,7 @@ Exits 77 (skip) without FUSE or rclone, unless APPENDGUARD_REQUIRE_FUSE=1, which
 """
 import os
 import sys
+import time
 import unittest
 
 import e2e_support
@@ -25,8 +26,8 @@ REWRITE = e2e_script("rewrite.py")
 
 
 class RcloneTest(harness.TempDirTest):
-    def mount(self, cache_mode="off"):
-        context = rclone_mounted(self.dir, cache_mode, on_mount=e2e_support.ACTIVE_MOUNTS.add)
+    def mount(self, cache_mode="off", extra_args=()):
+        context = rclone_mounted(self.dir, cache_mode, extra_args=extra_args, on_mount=e2e_support.ACTIVE_MOUNTS.add)
         self.backing, self.mnt, self.log = self.enterContext(context)
         self.addCleanup(e2e_support.ACTIVE_MOUNTS.discard, self.mnt)
 
@@ -76,6 +77,37 @@ class RcloneTest(harness.TempDirTest):
         self.mount()
         proc = harness.run([PYTHON, DCP, os.path.join(self.mnt, "out"), *DCP_ARGS], mode=None, preload=False)
         self.check_default_reopen_fails(proc)
+
+    def wait_for_upload(self, directory, expected, timeout=20.0):
+        """The backing directory's files, once they equal expected or after timeout seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            written = files_of(directory) if os.path.isdir(directory) else {}
+            if written == expected or time.monotonic() > deadline:
+                return written
+            time.sleep(0.05)
+
+    def check_cached_mode(self, cache_mode):
+        # The cache modes stage files locally: the DCP pattern works with and without the library. With
+        # --vfs-write-back 0s rclone uploads each file as soon as it is closed.
+        self.mount(cache_mode, ("--vfs-write-back", "0s"))
+        expected = self.dcp_reference()
+        for name, preload in (("plain", False), ("library", True)):
+            with self.subTest(name):
+                proc = harness.run([PYTHON, DCP, os.path.join(self.mnt, name), *DCP_ARGS],
+                                   mode="1" if preload else None, preload=preload)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                self.assertEqual(violations(proc.stderr), [])
+                written = self.wait_for_upload(os.path.join(self.backing, name), expected)
+                self.assertEqual(sorted(written), sorted(expected))
+                for leaf in expected:
+                    self.assertTrue(written[leaf] == expected[leaf], f"{leaf}: different bytes")
+
+    def test_dcp_on_cache_mode_minimal_works_with_and_without_library(self):
+        self.check_cached_mode("minimal")
+
+    def test_dcp_on_cache_mode_writes_works_with_and_without_library(self):
+        self.check_cached_mode("writes")
 
     def test_backward_write_is_refused_by_the_library_and_the_store_keeps_the_file(self):
         # rewrite.py new: "w+b", 4096 bytes of "a", seek(1024), 512 bytes of "T".

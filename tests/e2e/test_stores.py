@@ -6,15 +6,15 @@ stores' sources (fuse_dfs, mountpoint-s3, s3fs) are listed in FROM_SOURCES; any 
 Without FUSE the script exits 77 (skip). A store whose tool is missing (rclone; root, chattr for the
 tmpfs) skips its own case, unless APPENDGUARD_REQUIRE_FUSE=1, which makes it a failure.
 """
+import errno
 import os
 import re
-import subprocess
-import sys
 import unittest
 
 import e2e_support
 from e2e_support import AOFS, PYTHON, aofs, e2e_script, harness
 from rclone_mount import RCLONE, rclone_mounted
+from tmpfs_append_only import missing_prerequisite, tmpfs_mounted
 
 DOC = os.path.join(e2e_support.ROOT, "..", "docs", "stores.md")
 PROBE = e2e_script("store_probe.py")
@@ -93,15 +93,14 @@ class StoresTableTest(harness.TempDirTest):
                     self.check_row(label, self.probe(mount_dir))
 
     def test_kernel_append_only_file(self):
-        if os.geteuid() != 0:
-            self.missing("not root: cannot mount a tmpfs or chattr +a")
+        why = missing_prerequisite()
+        if why:
+            self.missing(why)
         directory = self.path("tmpfs")
         os.mkdir(directory)
-        proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "appendguard-e2e", directory],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.assertEqual(proc.returncode, 0, proc.stdout)
-        self.addCleanup(subprocess.run, ["umount", "-l", directory], check=False)
-        self.check_row(CHATTR, self.probe(directory, "--append-only"))
+        with tmpfs_mounted(directory):
+            self.check_row(CHATTR, self.probe(directory, "--append-only"))
+        self.assertFalse(os.path.ismount(directory))
 
     def test_rclone(self):
         if RCLONE is None:
@@ -119,7 +118,7 @@ class StoresTableTest(harness.TempDirTest):
         for label, cells in self.table.items():
             for cell in cells:
                 for name in re.findall(r"\bE[A-Z0-9]+\b", cell):
-                    self.assertTrue(hasattr(__import__("errno"), name), f"{label}: {name}")
+                    self.assertTrue(hasattr(errno, name), f"{label}: {name}")
 
 
 if __name__ == "__main__":
