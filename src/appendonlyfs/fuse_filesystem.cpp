@@ -183,13 +183,17 @@ int aofs_link(const char* from, const char* to) {
 
 int aofs_rename(const char* from, const char* to, unsigned int flags) {
   Mount& m = mount();
-  if (const int error = rename_error(m.options.profile)) {
-    m.log.write(LogLine("refused", "rename")
-                    .field("path", from)
-                    .field("to", to)
-                    .error(error)
-                    .field("profile", profile_text()));
-    return -error;
+  struct stat destination {};
+  const bool onto_existing_file =
+      ::fstatat(m.backing_fd, relative(to), &destination, AT_SYMLINK_NOFOLLOW) == 0 &&
+      !S_ISDIR(destination.st_mode);
+  const RenameDecision decision = decide_rename(m.options.profile, onto_existing_file);
+  if (decision.error) {
+    LogLine line("refused", "rename");
+    line.field("path", from).field("to", to).error(decision.error).field("profile", profile_text());
+    if (!decision.reason.empty()) line.field("reason", decision.reason);
+    m.log.write(line);
+    return -decision.error;
   }
   return errno_result(::renameat2(m.backing_fd, relative(from), m.backing_fd, relative(to), flags));
 }

@@ -137,8 +137,17 @@ int fallocate_error(Profile) {
   return EOPNOTSUPP;
 }
 
-int rename_error(Profile profile) {
-  return profile == Profile::s3 ? ENOSYS : 0;
+RenameDecision decide_rename(Profile profile, bool onto_existing_file) {
+  switch (profile) {
+    case Profile::hdfs:
+      if (onto_existing_file) return {EIO, "destination-exists"};
+      return {};
+    case Profile::s3:
+      return {ENOSYS, {}};
+    case Profile::strict:
+      return {};
+  }
+  return {EINVAL, "unknown profile"};
 }
 
 }  // namespace appendonlyfs

@@ -82,7 +82,14 @@ TruncateDecision decide_truncate(Profile profile, NonZeroTruncate non_zero, std:
 // fallocate is refused by every profile; kept as a decision so the glue does not hard-code it.
 int fallocate_error(Profile profile);
 
-// 0 if rename is passed through.
-int rename_error(Profile profile);
+struct RenameDecision {
+  int error = 0;  // 0: pass the rename through
+  std::string_view reason;
+};
+
+// onto_existing_file: the destination exists and is not a directory. fuse_dfs's dfs_rename calls libhdfs
+// hdfsRename, i.e. FileSystem#rename, which returns false when the destination file exists; hdfsRename
+// turns false into EIO. mountpoint-s3 has no rename at all.
+RenameDecision decide_rename(Profile profile, bool onto_existing_file);
 
 }  // namespace appendonlyfs

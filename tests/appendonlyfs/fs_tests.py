@@ -289,6 +289,21 @@ class HdfsTests(MountTest):
         os.unlink(self.m("b"))
         self.assertEqual(os.listdir(self.backing), [])
 
+    def test_rename_onto_an_existing_file_fails_eio(self):
+        # fuse_dfs: hdfsRename -> FileSystem#rename returns false when the destination exists -> EIO.
+        self.seed("a", b"new!")
+        self.seed("b", b"old!")
+        self.assert_errno(errno.EIO, os.rename, self.m("a"), self.m("b"))
+        self.assertEqual(read_bytes(self.b("a")), b"new!")
+        self.assertEqual(read_bytes(self.b("b")), b"old!")
+        self.assert_logged("refused rename path=/a to=/b errno=EIO profile=hdfs reason=destination-exists")
+
+    def test_rename_into_an_existing_directory_works(self):
+        self.seed("a", b"data")
+        os.mkdir(self.m("d"))
+        os.rename(self.m("a"), self.m("d/a"))
+        self.assertEqual(read_bytes(self.b("d/a")), b"data")
+
     def test_pytorch_dcp_r_plus_b_reproduces_errno_95(self):
         path = self.m("model-00001-of-00002.safetensors")
         with open(path, "wb") as f:
@@ -424,6 +439,13 @@ class StrictTests(MountTest):
         os.ftruncate(fd, 4)  # no size change
         self.assertEqual(raw_fallocate(fd, 0, 100), errno.EOPNOTSUPP)
         self.assertEqual(read_bytes(self.b("a")), b"0123")
+
+    def test_rename_onto_an_existing_file_works(self):
+        self.seed("a", b"new!")
+        self.seed("b", b"old!")
+        os.rename(self.m("a"), self.m("b"))
+        self.assertEqual(read_bytes(self.b("b")), b"new!")
+        self.assertFalse(os.path.exists(self.b("a")))
 
     def test_rename_works(self):
         self.seed("a", b"x")

@@ -154,9 +154,17 @@ TEST_CASE("truncate rules") {
 TEST_CASE("fallocate and rename") {
   for (Profile profile : {Profile::hdfs, Profile::s3, Profile::strict})
     CHECK(fallocate_error(profile) == EOPNOTSUPP);
-  CHECK(rename_error(Profile::hdfs) == 0);
-  CHECK(rename_error(Profile::strict) == 0);
-  CHECK(rename_error(Profile::s3) == ENOSYS);
+  CHECK(decide_rename(Profile::hdfs, false).error == 0);
+  CHECK(decide_rename(Profile::strict, false).error == 0);
+  CHECK(decide_rename(Profile::strict, true).error == 0);
+  CHECK(decide_rename(Profile::s3, false).error == ENOSYS);
+  CHECK(decide_rename(Profile::s3, true).error == ENOSYS);
+}
+
+TEST_CASE("hdfs: rename onto an existing file fails EIO, as fuse_dfs's hdfsRename does") {
+  const RenameDecision decision = decide_rename(Profile::hdfs, true);
+  CHECK(decision.error == EIO);
+  CHECK(decision.reason == "destination-exists");
 }
 
 TEST_CASE("hdfs_open=translate follows fuse_dfs get_hdfs_open_flags") {

@@ -151,9 +151,14 @@ def check_library_is_effective():
             sys.exit(1)
 
 
+def install_signal_handlers():
+    """On SIGTERM/SIGHUP: unmount ACTIVE_MOUNTS and exit."""
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGHUP, _terminate)
+
+
 def main():
     aofs.skip_or_fail_without_fuse("end-to-end tests")
     check_library_is_effective()
-    signal.signal(signal.SIGTERM, _terminate)
-    signal.signal(signal.SIGHUP, _terminate)
+    install_signal_handlers()
     unittest.main(verbosity=2)

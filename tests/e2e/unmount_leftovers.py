@@ -1,4 +1,6 @@
-"""Cleanup for the e2e tests: unmounts every mount under ROOT (the e2e temporary directory).
+"""Cleanup for the e2e tests: unmounts every mount under ROOT (the e2e temporary directory), whatever its
+type: appendonlyfs (fuse.appendonlyfs), rclone (fuse.rclone) with fusermount3 -u, the kernel append-only
+test's tmpfs with umount -l.
 
 usage: unmount_leftovers.py ROOT
 Exit 0 when nothing was mounted there; 1 (after unmounting) when a test left a mount behind.

@@ -1,6 +1,7 @@
 // An end-to-end test program: the DCP pattern with C++ streams. std::ofstream writes a 64-byte header,
 // then std::fstream(in|out|binary) + seekp(0, end) + write appends COUNT tensors of SIZE bytes ('0' + i).
-// usage: stream_append PATH [COUNT [SIZE]]; prints key=value lines, exits 0 only if the streams stayed good.
+// usage: stream_append PATH [COUNT [SIZE [existing]]]; prints key=value lines, exits 0 only if the streams
+// stayed good. "existing": PATH already holds the header (a kernel append-only file), skip the ofstream.
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -11,7 +12,8 @@ int main(int argc, char** argv) {
   const char* path = argv[1];
   int count = argc > 2 ? std::atoi(argv[2]) : 3;
   long size = argc > 3 ? std::atol(argv[3]) : 1000;
-  {
+  bool existing = argc > 4 && std::string(argv[4]) == "existing";
+  if (!existing) {
     std::ofstream header(path, std::ios::out | std::ios::binary | std::ios::trunc);
     header.write(std::string(64, 'H').data(), 64);
     header.close();
