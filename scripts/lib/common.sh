@@ -6,9 +6,10 @@ APPENDGUARD_BUILD="${APPENDGUARD_BUILD_DIR:-$APPENDGUARD_REPO/build}"
 
 # Debian 12 packages the build, the tests and the demo need.
 # clang-format: the lint test runs, never skips; rclone: a real write-once store for the e2e tests;
-# python3-venv: the real-client tests (PyTorch, safetensors) run in a virtual environment.
+# python3-venv: the real-client tests (PyTorch, safetensors) run in a virtual environment; e2fsprogs:
+# chattr, for the kernel append-only (chattr +a) e2e tests.
 APPENDGUARD_PACKAGES=(cmake g++ make pkg-config libfmt-dev libunwind-dev catch2 libfuse3-dev fuse3 python3
-  python3-venv clang-format rclone)
+  python3-venv clang-format rclone e2fsprogs)
 
 say() { printf '==> %s\n' "$*"; }
 
