@@ -62,6 +62,18 @@ class SafetensorsTest(ClientTest):
         self.check_fails_on_preallocation("save_file", APPENDGUARD_FS="none")
         self.assert_mount_refused_truncate()
 
+    def test_save_file_over_an_existing_file_fails_on_rename_like_fuse_dfs(self):
+        # fuse_dfs cannot rename onto an existing file, and safetensors' rename is a raw system call that
+        # no preload library sees: a second save into the same directory fails with EIO (docs/stores.md).
+        self.check_works("save_file")
+        proc = self.run_lib(client("save_file", self.m("out")))
+        self.assertFails(proc, 1)
+        self.assertIn("I/O error: Input/output error (os error 5)", proc.stderr)
+        renames = [line for line in self.log_lines() if line.startswith("refused rename path=/out/.tmp")]
+        self.assertEqual(len(renames), 1, self.log_lines())
+        self.assertIn("to=/out/model.safetensors errno=EIO profile=hdfs reason=destination-exists", renames[0])
+        self.assertTreesEqual(files_of(self.b("out")), self.reference("save_file"))  # the first save is intact
+
     def test_save_file_local_with_library_matches_local(self):
         out = self.path("out")
         proc = self.run_lib(client("save_file", out), APPENDGUARD_TRACE="1")
