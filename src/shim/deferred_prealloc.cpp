@@ -91,6 +91,14 @@ bool defer_resize_if_possible(const char* operation, int fd, Description* d, con
   return true;
 }
 
+off64_t size_seen_by_program(int fd, off64_t size) {
+  Description* d = g_files.lookup(fd);
+  if (!d) return size;
+  HeldFile file(fd, d);
+  if (!file || file->reserved_size <= static_cast<uint64_t>(size)) return size;
+  return static_cast<off64_t>(file->reserved_size);
+}
+
 void fill_reservation_before_close(int fd, Description* d) {
   if (!d->file || !owns_file_table() || !g_files.is_last_descriptor_of_file(fd)) return;
   fill(fd, d, "at its last close");

@@ -73,6 +73,8 @@ int close_tracked(int fd);
 // exit, append the zeros the program was promised and did not write.
 void fill_reservation_before_close(int fd, Description* d);
 void fill_reservations_at_exit();
+// `size` (from the kernel), or the promised size of a deferred preallocation if larger.
+off64_t size_seen_by_program(int fd, off64_t size);
 // A descriptor number the kernel just handed out for something we do not guard: if we still track that
 // number, it was closed behind our back (a raw syscall, glibc closing internally) and is forgotten.
 inline int forget_if_stale(int fd) {

@@ -35,6 +35,19 @@ APPENDGUARD_FD_HOOK(int, ftruncate64, fd, (int fd, off64_t length), (fd, length)
                         [&] { return real_ftruncate64(fd, length); });
 }
 
+// fstat of a file whose preallocation was deferred reports the size the program was promised.
+APPENDGUARD_FD_HOOK(int, fstat, fd, (int fd, struct stat* st), (fd, st)) {
+  int result = real_fstat(fd, st);
+  if (result == 0 && !InternalScope::active()) st->st_size = size_seen_by_program(fd, st->st_size);
+  return result;
+}
+
+APPENDGUARD_FD_HOOK(int, fstat64, fd, (int fd, struct stat64* st), (fd, st)) {
+  int result = real_fstat64(fd, st);
+  if (result == 0 && !InternalScope::active()) st->st_size = size_seen_by_program(fd, st->st_size);
+  return result;
+}
+
 APPENDGUARD_HOOK int truncate(const char* path, off_t length) {
   return truncate_hook("truncate", path, length, [&] { return real_truncate(path, length); });
 }

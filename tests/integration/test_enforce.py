@@ -148,6 +148,7 @@ class EnforceTest(TempDirTest):
                 r, err = self.probe("prealloc", path, ending)
                 self.assertEqual(r["ftruncate_grow"], "0")
                 self.assertEqual(r["seek_end"], "1000")
+                self.assertEqual(r["fstat_size"], "1000")
                 self.assertEqual(r["write"], "300")
                 self.assertEqual(r["fallocate_keep_size"], "0")
                 self.assertEqual(r["posix_fallocate_within"], "0")

@@ -248,6 +248,8 @@ static int case_prealloc(const char* path, const char* ending) {
   int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
   show("ftruncate_grow", ftruncate(fd, 1000));
   show("seek_end", lseek(fd, 0, SEEK_END));
+  struct stat st;
+  show("fstat_size", fstat(fd, &st) == 0 ? (long)st.st_size : -1);
   show("seek_start", lseek(fd, 0, SEEK_SET));
   show("write", write(fd, buf, sizeof buf));
   show("fallocate_keep_size", fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 8192));
