@@ -19,7 +19,7 @@
 namespace appendguard {
 namespace {
 
-enum ReportOnce : unsigned { kReadReported = 1, kMapReported = 2 };
+enum ReportOnce : unsigned { kReadReported = 1, kMapReported = 2, kStoreRefusalReported = 4 };
 
 pid_t gettid_raw() {
   return static_cast<pid_t>(syscall(SYS_gettid));
@@ -83,7 +83,74 @@ void explain_refused_rewrite(const OpenRequest& request, const OpenDecision& dec
   report_notice(message);
 }
 
+// The store refused what it was asked after appendguard changed the open: the program did not ask for
+// these flags, so it must hear why it fails (once per description).
+bool rewritten_open(const Description* d) {
+  return d->site.original_flags != d->site.effective_flags;
+}
+
+bool is_store_refusal(int error) {
+  return error == ESPIPE || error == EPERM || error == EOPNOTSUPP || error == EINVAL || error == ENOSYS ||
+         error == EBADF;
+}
+
+// What a notice about a refused call needs of the description, copied while it is still ours.
+struct RefusedCall {
+  const char* path;
+  int original_flags;
+  int effective_flags;
+};
+
+void explain_store_refusal(const char* operation, int fd, const RefusedCall& d, int error) {
+  char original[160];
+  char effective[160];
+  format_open_flags(d.original_flags, original, sizeof original);
+  format_open_flags(d.effective_flags, effective, sizeof effective);
+  const bool appends = (d.effective_flags & O_APPEND) != 0;
+  char message[kMaxPath + 700];
+  std::snprintf(message, sizeof message,
+                "%s: %s (fd %d) failed with %s on a descriptor appendguard opened %s (the program asked for "
+                "%s): %s; see docs/stores.md",
+                d.path, operation, fd, errno_name(error), effective, original,
+                appends ? "the filesystem does not append to existing files (a write-once store: rclone "
+                          "--vfs-cache-mode off, mountpoint-s3, gcsfuse streaming writes); "
+                          "APPENDGUARD_REOPEN=rewrite writes such files anew"
+                        : "the filesystem refused the file written anew; if it appends to existing files, "
+                          "APPENDGUARD_REOPEN=append (the default) reopens them with O_APPEND instead");
+  InternalScope internal;
+  report_notice(message);
+}
+
+void explain_refused_rewrite_by_truncation(const OpenRequest& request, const OpenDecision& decision,
+                                           int error) {
+  if (error != EPERM && error != EOPNOTSUPP && error != EINVAL && error != ENOSYS && error != EACCES) return;
+  char effective[160];
+  format_open_flags(decision.flags, effective, sizeof effective);
+  char message[kMaxPath + 512];
+  std::snprintf(message, sizeof message,
+                "%s(\"%s\"): APPENDGUARD_REOPEN=rewrite reopens an existing file truncating it (%s) to write "
+                "its bytes back, and the filesystem refused that with %s; the file is unchanged. A kernel "
+                "append-only file (chattr +a) or a store that appends but cannot replace a file needs "
+                "APPENDGUARD_REOPEN=append (the default); see docs/stores.md",
+                request.function, decision.path, effective, errno_name(error));
+  report_notice(message);
+}
+
 }  // namespace
+
+// True the first time a store refusal is seen on `d` (whose open appendguard changed).
+bool first_store_refusal(Description* d, int error) {
+  if (!rewritten_open(d) || !is_store_refusal(error)) return false;
+  return !(__atomic_fetch_or(&d->reported_once, kStoreRefusalReported, __ATOMIC_RELAXED) &
+           kStoreRefusalReported);
+}
+
+void note_failed_guarded_call(const char* operation, int fd, Description* d, int error) {
+  if (first_store_refusal(d, error)) {
+    explain_store_refusal(operation, fd, {d->path, d->site.original_flags, d->site.effective_flags}, error);
+  }
+  errno = error;
+}
 
 // ---------------------------------------------------------------- opening
 
@@ -123,7 +190,9 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
   InternalScope internal;
   char flags_text[160];
   if (decision.trace_only || fd < 0) {
-    if (fd < 0 && decision.flags != request.flags && !decision.rewrite_existing) {
+    if (fd < 0 && decision.rewrite_existing) {
+      explain_refused_rewrite_by_truncation(request, decision, error);
+    } else if (fd < 0 && decision.flags != request.flags) {
       explain_refused_rewrite(request, decision, error);
     }
     if (fd >= 0) forget_if_stale(fd);
@@ -429,8 +498,26 @@ int close_tracked(int fd) {
     fill_reservation_before_close(fd, d);
     if (traced) std::snprintf(path, sizeof path, "%s", d->path);
   }
+  // What a notice needs if the store refuses the close (where FUSE stores report a failed upload),
+  // copied before forgetting recycles the description.
+  Description* closing = g_files.lookup(fd);
+  const bool rewritten =
+      closing && rewritten_open(closing) &&
+      !(__atomic_load_n(&closing->reported_once, __ATOMIC_RELAXED) & kStoreRefusalReported);
+  char closing_path[kMaxPath] = "";
+  RefusedCall refused{closing_path, 0, 0};
+  if (rewritten) {
+    std::snprintf(closing_path, sizeof closing_path, "%s", closing->path);
+    refused.original_flags = closing->site.original_flags;
+    refused.effective_flags = closing->site.effective_flags;
+  }
   note_close(fd);
   int result = real_close(fd);
+  if (result < 0 && rewritten && is_store_refusal(errno)) {
+    int error = errno;
+    explain_store_refusal("close", fd, refused, error);
+    errno = error;
+  }
   if (traced) {
     int error = errno;
     trace("close", fd, path, result, error, "%s", "");

@@ -67,6 +67,9 @@ off64_t guarded_seek(const char* operation, int fd, Description* d, off64_t offs
                      RealSeek&& real_seek);
 void note_duplicate(const char* operation, int old_fd, int new_fd);
 void note_close(int fd);
+// A guarded call failed with `error`: on a descriptor whose open appendguard changed, a store's refusal
+// is explained once (the program did not ask for those flags). Leaves errno = error.
+void note_failed_guarded_call(const char* operation, int fd, Description* d, int error);
 // close() of a tracked descriptor: forget it, close it, trace the real result.
 int close_tracked(int fd);
 // Deferred preallocation (deferred_prealloc.cpp): before the last descriptor of a file closes, and at

@@ -120,6 +120,7 @@ APPENDGUARD_SLOW_PATH ssize_t guarded_write(const char* operation, int fd, Descr
     d->store(state);
   }
   file.release();
+  if (__builtin_expect(result < 0, 0)) note_failed_guarded_call(operation, fd, d, errno);
   if (__builtin_expect(tracing(), 0))
     trace_write(operation, fd, d, request, check, state.end_of_file, result);
   return result;

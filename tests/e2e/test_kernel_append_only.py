@@ -92,18 +92,22 @@ class KernelAppendOnlyTest(harness.TempDirTest):
         self.assertIn("dcp_phases: [Errno 1] Operation not permitted", proc.stderr)
         self.assertEqual(files_of(out), headers)  # the "r+b" open failed: nothing was written
 
-    def test_rewrite_reopen_fails_eperm_and_says_nothing(self):
+    def test_rewrite_reopen_fails_eperm_and_says_why(self):
         # APPENDGUARD_REOPEN=rewrite reopens the file O_WRONLY|O_TRUNC to write it anew, which an
-        # append-only file refuses. Today the program gets EPERM and the library prints no line at all
-        # (issue 7): this asserts that behaviour; a notice would change the last assertion.
+        # append-only file refuses: the program gets EPERM and the library says why, once per open.
         out = self.t("out")
         headers = self.dcp_headers(out)
         proc = harness.run([PYTHON, DCP_PHASES, "append", out, *DCP_ARGS], APPENDGUARD_REOPEN="rewrite")
         self.assertEqual(proc.returncode, 1, proc.stderr)
         self.assertIn("dcp_phases: [Errno 1] Operation not permitted", proc.stderr)
         self.assertEqual(files_of(out), headers)
-        self.assertEqual([line for line in proc.stderr.splitlines() if line.startswith("appendguard")], [],
-                         "the library now explains the refused rewrite: update this test and docs/stores.md")
+        notices = [line for line in proc.stderr.splitlines() if line.startswith("appendguard")]
+        self.assertTrue(notices, proc.stderr)
+        self.assertEqual(len(notices), len({line.split('"')[1] for line in notices}), "one notice per reopen")
+        for line in notices:
+            self.assertIn("APPENDGUARD_REOPEN=rewrite reopens an existing file truncating it (O_WRONLY|O_TRUNC", line)
+            self.assertIn("refused that with EPERM; the file is unchanged", line)
+            self.assertIn("needs APPENDGUARD_REOPEN=append (the default)", line)
 
     # ------------------------------------------------------------------ C stdio and C++ streams
 

@@ -65,13 +65,18 @@ class RcloneTest(harness.TempDirTest):
         self.assertEqual(log.count("WriteFileHandle.Write: can't seek in file"), 3, log)
         self.assertEqual(log.count("Can't open for write without O_TRUNC on existing file"), 3, log)
 
-    def test_dcp_default_reopen_fails_espipe_then_eperm(self):
+    def test_dcp_default_reopen_fails_espipe_then_eperm_and_says_why(self):
         self.mount()
         proc = harness.run([PYTHON, DCP, os.path.join(self.mnt, "out"), *DCP_ARGS])
         self.check_default_reopen_fails(proc)
-        # Today the library does not explain this failure (issue 7): no line of its own.
-        self.assertEqual([line for line in proc.stderr.splitlines() if line.startswith("appendguard")], [],
-                         "the library now explains the failure: update this test and docs/stores.md")
+        # The store's refusal is explained once per reopened file, naming the setting that works here.
+        notices = [line for line in proc.stderr.splitlines() if line.startswith("appendguard")]
+        self.assertTrue(notices, proc.stderr)
+        for line in notices:
+            self.assertIn("failed with ESPIPE on a descriptor appendguard opened O_WRONLY|O_APPEND", line)
+            self.assertIn("(the program asked for O_RDWR", line)
+            self.assertIn("APPENDGUARD_REOPEN=rewrite writes such files anew", line)
+        self.assertEqual(len(notices), len({line.split(": ")[1] for line in notices}), "one notice per file")
 
     def test_dcp_without_library_fails_the_same_way(self):
         self.mount()
