@@ -80,7 +80,8 @@ Description* FileTable::track(int fd, const OpenRecord& record) {
 
   Description* previous = slots_[fd].exchange(d, std::memory_order_acq_rel);
   if (previous) release_description(previous);  // the kernel reused an fd we never saw closed
-  if (fd > highest_fd_.load(std::memory_order_relaxed)) highest_fd_.store(fd, std::memory_order_relaxed);
+  if (fd + 1 > highest_fd_plus_one_.load(std::memory_order_relaxed))
+    highest_fd_plus_one_.store(fd + 1, std::memory_order_relaxed);
   return d;
 }
 
@@ -110,8 +111,8 @@ void FileTable::alias(int old_fd, int new_fd) {
   if (d) ++d->descriptors;
   Description* previous = slots_[new_fd].exchange(d, std::memory_order_acq_rel);
   if (previous) release_description(previous);
-  if (d && new_fd > highest_fd_.load(std::memory_order_relaxed)) {
-    highest_fd_.store(new_fd, std::memory_order_relaxed);
+  if (d && new_fd + 1 > highest_fd_plus_one_.load(std::memory_order_relaxed)) {
+    highest_fd_plus_one_.store(new_fd + 1, std::memory_order_relaxed);
   }
 }
 
@@ -126,7 +127,7 @@ bool FileTable::forget(int fd) {
 }
 
 void FileTable::forget_range(unsigned first, unsigned last) {
-  int highest = highest_fd_.load(std::memory_order_relaxed);
+  int highest = highest_fd();
   if (highest < 0 || first > static_cast<unsigned>(highest)) return;
   if (last > static_cast<unsigned>(highest)) last = static_cast<unsigned>(highest);
   LockGuard guard(registry_);

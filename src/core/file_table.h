@@ -86,7 +86,7 @@ class FileTable {
     if (static_cast<unsigned>(fd) >= static_cast<unsigned>(kMaxTrackedFd)) return nullptr;
     return slots_[fd].load(std::memory_order_acquire);
   }
-  bool any_tracked() const { return highest_fd_.load(std::memory_order_relaxed) >= 0; }
+  bool any_tracked() const { return highest_fd_plus_one_.load(std::memory_order_relaxed) > 0; }
 
   // Starts tracking `fd`, which must be a fresh descriptor. Returns nullptr if fd is out of range.
   Description* track(int fd, const OpenRecord& record);
@@ -108,7 +108,7 @@ class FileTable {
   void after_fork_parent() { registry_.unlock(); }
   void after_fork_child();
 
-  int highest_fd() const { return highest_fd_.load(std::memory_order_relaxed); }
+  int highest_fd() const { return highest_fd_plus_one_.load(std::memory_order_relaxed) - 1; }
 
  private:
   void release_description(Description* d);                             // registry_ held
@@ -116,7 +116,9 @@ class FileTable {
   TrackedFile* acquire_file(dev_t device, ino_t inode, uint64_t size);  // registry_ held
 
   Lock registry_;
-  std::atomic<int> highest_fd_{-1};
+  // The highest descriptor ever tracked, plus one: zero means none, so that the whole table is
+  // zero-initialized and lives in .bss (8 MiB of zero pages) rather than in the library file.
+  std::atomic<int> highest_fd_plus_one_{0};
   Description* free_descriptions_ = nullptr;
   TrackedFile* free_files_ = nullptr;
   TrackedFile** live_files_ = nullptr;  // files with open descriptions, found by identity
