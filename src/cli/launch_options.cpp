@@ -18,9 +18,9 @@ const std::map<std::string, std::string>& valued_options() {
 }  // namespace
 
 LaunchParse parse_run_arguments(const std::vector<std::string>& args, const std::string& library,
-                                const std::string& existing_preload) {
+                                const std::string& existing_preload, const std::string& existing_mode) {
   LaunchParse result;
-  std::string mode = "enforce";
+  std::string mode = existing_mode == "audit" ? "audit" : "enforce";
   std::vector<std::pair<std::string, std::string>> settings;
   size_t i = 0;
   for (; i < args.size(); ++i) {

@@ -19,8 +19,10 @@ struct LaunchParse {
 };
 
 // `args` are the words after "run". `library` is the preload library's path; `existing_preload` the
-// current LD_PRELOAD (kept, after ours).
+// current LD_PRELOAD (kept, after ours); `existing_mode` the current APPENDGUARD: `audit` there is the
+// default (as every other APPENDGUARD_* variable already in the environment is), `--enforce` overrides
+// it. Unset or off, the launcher enforces: running it means wanting the guard.
 LaunchParse parse_run_arguments(const std::vector<std::string>& args, const std::string& library,
-                                const std::string& existing_preload);
+                                const std::string& existing_preload, const std::string& existing_mode = "");
 
 }  // namespace appendguard

@@ -136,7 +136,8 @@ int run(const std::vector<std::string>& args) {
     return 2;
   }
   const char* preload = getenv("LD_PRELOAD");
-  LaunchParse parse = parse_run_arguments(args, library, preload ? preload : "");
+  const char* mode = getenv("APPENDGUARD");
+  LaunchParse parse = parse_run_arguments(args, library, preload ? preload : "", mode ? mode : "");
   if (!parse.ok()) {
     std::fprintf(stderr, "%s\n", parse.error.c_str());
     return 2;

@@ -31,6 +31,16 @@ class LauncherTest(TempDirTest):
         with open(log) as f:
             self.assertEqual(len(violations(f.read())), 2)
 
+    def test_run_keeps_audit_from_the_environment(self):
+        path = self.path("x.safetensors")
+        proc = launch("run", "--", program("probe"), "backward", path, APPENDGUARD="audit")
+        self.assertOk(proc)
+        self.assertEqual(results(proc.stdout)["write_back"], "5")  # audit changes nothing
+        self.assertTrue(violations(proc.stderr), proc.stderr)
+        proc = launch("run", "--enforce", "--", program("probe"), "backward", self.path("y.safetensors"),
+                      APPENDGUARD="audit")
+        self.assertEqual(results(proc.stdout)["write_back"], "-1 errno=EOPNOTSUPP")
+
     def test_run_keeps_an_existing_preload(self):
         proc = launch("run", "--", PYTHON, "-c", "import os; print(os.environ['LD_PRELOAD'])", LD_PRELOAD="libm.so.6")
         self.assertOk(proc)

@@ -24,6 +24,14 @@ TEST_CASE("run sets the preload library first and enforce by default") {
   CHECK(value_of(r.plan, "APPENDGUARD") == "enforce");
 }
 
+TEST_CASE("run keeps APPENDGUARD=audit from the environment unless --enforce says otherwise") {
+  CHECK(value_of(parse_run_arguments({"--", "x"}, "/lib.so", "", "audit").plan, "APPENDGUARD") == "audit");
+  CHECK(value_of(parse_run_arguments({"--enforce", "--", "x"}, "/lib.so", "", "audit").plan, "APPENDGUARD") ==
+        "enforce");
+  CHECK(value_of(parse_run_arguments({"--", "x"}, "/lib.so", "", "1").plan, "APPENDGUARD") == "enforce");
+  CHECK(value_of(parse_run_arguments({"--", "x"}, "/lib.so", "", "0").plan, "APPENDGUARD") == "enforce");
+}
+
 TEST_CASE("options map to variables, with or without '='") {
   LaunchParse r = parse_run_arguments({"--audit", "--trace", "--paths", "*.bin", "--log=/tmp/ag-%p.log",
                                        "--on-violation", "abort", "--errno=EPERM", "--backtrace", "4",
