@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cstring>
 
+#include "core/errno_names.h"
+
 namespace appendguard {
 namespace {
 
@@ -90,7 +92,7 @@ const char* errno_name(int err) {
   for (const auto& entry : kErrnoNames) {
     if (entry.value == err) return entry.name;
   }
-  const char* name = strerrorname_np(err);  // glibc 2.32: a static string, safe in reports
+  const char* name = linux_errno_name(err);  // a static string, safe in reports
   return name ? name : "E?";
 }
 

@@ -11,7 +11,10 @@ namespace appendguard {
 template <typename Fn>
 class RealFunction {
  public:
-  explicit constexpr RealFunction(const char* name) : name_(name) {}
+  // `fallback` stands in where libc has no such name: fstat64 became a libc function only in glibc 2.33,
+  // and our own code calls it (docs/design.md, "glibc floor").
+  explicit constexpr RealFunction(const char* name, Fn* fallback = nullptr)
+      : name_(name), fallback_(fallback) {}
 
   template <typename... Args>
   auto operator()(Args... args) const {
@@ -33,11 +36,13 @@ class RealFunction {
 
   Fn* resolve() const {
     Fn* fn = reinterpret_cast<Fn*>(dlsym(RTLD_NEXT, name_));
+    if (fn == nullptr) fn = fallback_;
     fn_.store(fn, std::memory_order_relaxed);
     return fn;
   }
 
   const char* name_;
+  Fn* fallback_;
   mutable std::atomic<Fn*> fn_{nullptr};
 };
 
@@ -47,4 +52,9 @@ class RealFunction {
 #define APPENDGUARD_REAL(name)                                                 \
   inline constinit ::appendguard::RealFunction<decltype(::name)> real_##name { \
 #name                                                                      \
+  }
+// The same, with a function that stands in where libc lacks `name` (older glibc).
+#define APPENDGUARD_REAL_OR(name, fallback)                                    \
+  inline constinit ::appendguard::RealFunction<decltype(::name)> real_##name { \
+#name, fallback                                                            \
   }

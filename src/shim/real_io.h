@@ -10,6 +10,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "compat/stat_compat.h"
 #include "shim/real.h"
 
 extern "C" {
@@ -51,8 +52,8 @@ APPENDGUARD_REAL(splice);
 
 APPENDGUARD_REAL(lseek);
 APPENDGUARD_REAL(lseek64);
-APPENDGUARD_REAL(fstat);
-APPENDGUARD_REAL(fstat64);
+APPENDGUARD_REAL_OR(fstat, compat::fstat_by_syscall);
+APPENDGUARD_REAL_OR(fstat64, compat::fstat64_by_syscall);
 APPENDGUARD_REAL(close);
 APPENDGUARD_REAL(fsync);
 APPENDGUARD_REAL(fdatasync);

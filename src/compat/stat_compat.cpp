@@ -1,0 +1,32 @@
+// stat64 and fstatat64 became libc functions in glibc 2.33 (GLIBC_2.33); before that the headers turned
+// them into calls to __xstat64/__fxstatat64. These definitions are local to the preload library (the
+// version script exports neither), so its own calls resolve here, with the same system call glibc makes.
+// On x86-64, struct stat64 is the kernel's struct stat.
+#include "compat/stat_compat.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static_assert(sizeof(struct stat64) == sizeof(struct stat), "x86-64: one stat layout");
+
+extern "C" {
+int fstatat64(int dirfd, const char* path, struct stat64* st, int flags) noexcept {
+  return static_cast<int>(syscall(SYS_newfstatat, dirfd, path, st, flags));
+}
+int stat64(const char* path, struct stat64* st) noexcept {
+  return fstatat64(AT_FDCWD, path, st, 0);
+}
+}
+
+namespace appendguard::compat {
+
+int fstat_by_syscall(int fd, struct stat* st) noexcept {
+  return static_cast<int>(syscall(SYS_fstat, fd, st));
+}
+int fstat64_by_syscall(int fd, struct stat64* st) noexcept {
+  return static_cast<int>(syscall(SYS_fstat, fd, st));
+}
+
+}  // namespace appendguard::compat
