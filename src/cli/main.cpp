@@ -62,12 +62,19 @@ bool is_file(const std::string& path) {
   return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-// APPENDGUARD_LIBRARY, else beside us when installed (bin/../lib), else in the build tree.
+// Where `cmake --install` puts the library, relative to where it puts us (GNUInstallDirs: lib, lib64 or
+// lib/<multiarch>); the wheel has bin/ and lib/ side by side in the appendguard package.
+#ifndef APPENDGUARD_LIBDIR_FROM_BINDIR
+#define APPENDGUARD_LIBDIR_FROM_BINDIR "../lib"
+#endif
+
+// APPENDGUARD_LIBRARY, else beside us when installed or in the wheel, else in the build tree.
 std::string find_library() {
   if (const char* explicit_path = getenv("APPENDGUARD_LIBRARY")) return explicit_path;
   std::string exe = self_path();
   std::string dir = exe.substr(0, exe.rfind('/'));
-  for (const char* relative : {"/../lib/libappendguard.so", "/../shim/libappendguard.so"}) {
+  for (const char* relative : {"/" APPENDGUARD_LIBDIR_FROM_BINDIR "/libappendguard.so",
+                               "/../lib/libappendguard.so", "/../shim/libappendguard.so"}) {
     std::string candidate = dir + relative;
     if (is_file(candidate)) {
       char resolved[PATH_MAX];
@@ -155,18 +162,33 @@ int run(const std::vector<std::string>& args) {
   return errno == ENOENT ? 127 : 126;
 }
 
-// Runs inside the preloaded library (started by doctor): a backward write to a guarded file must be
-// refused, an append accepted.
-int self_test(const std::string& dir) {
+// The interposition check: /bin/sh (dynamically linked everywhere we run) and dd, with the library
+// preloaded. The launcher itself is statically linked (no GLIBC_ versions to require), so it cannot be
+// its own probe. An append must be accepted and dd's write at offset 0 refused, leaving "abcdefgh".
+constexpr const char* kProbeScript =
+    "printf abcd > \"$1\" || exit 3\n"
+    "printf efgh >> \"$1\" || exit 3\n"
+    "printf x | dd of=\"$1\" conv=notrunc 2>/dev/null && exit 4\n"
+    "exit 0\n";
+
+bool interposition_works(const std::string& library, const std::string& dir) {
   std::string path = dir + "/selftest.safetensors";
-  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
-  if (fd < 0) return 3;
-  bool appended = write(fd, "abcd", 4) == 4;
-  lseek(fd, 0, SEEK_SET);
-  bool refused = write(fd, "x", 1) < 0 && errno == EOPNOTSUPP;
-  close(fd);
+  pid_t child = fork();
+  if (child == 0) {
+    setenv("LD_PRELOAD", library.c_str(), 1);
+    setenv("APPENDGUARD", "1", 1);
+    setenv("APPENDGUARD_PATHS", "*.safetensors", 1);
+    setenv("APPENDGUARD_LOG", "/dev/null", 1);
+    unsetenv("APPENDGUARD_ERRNO");
+    execl("/bin/sh", "sh", "-c", kProbeScript, "sh", path.c_str(), static_cast<char*>(nullptr));
+    _exit(5);
+  }
+  int status = 0;
+  if (child > 0) waitpid(child, &status, 0);
+  std::ifstream in(path, std::ios::binary);
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   unlink(path.c_str());
-  return appended && refused ? 0 : 4;
+  return child > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && content == "abcdefgh";
 }
 
 int doctor(const std::vector<std::string>& args) {
@@ -186,20 +208,8 @@ int doctor(const std::vector<std::string>& args) {
   }
   char dir_template[] = "/tmp/appendguard-doctor-XXXXXX";
   const char* dir = mkdtemp(dir_template);
-  pid_t child = dir ? fork() : -1;
-  if (child == 0) {
-    setenv("LD_PRELOAD", library.c_str(), 1);
-    setenv("APPENDGUARD", "1", 1);
-    setenv("APPENDGUARD_PATHS", "*.safetensors", 1);
-    setenv("APPENDGUARD_LOG", "/dev/null", 1);
-    std::string exe = self_path();
-    execl(exe.c_str(), exe.c_str(), "__self-test", dir, static_cast<char*>(nullptr));
-    _exit(5);
-  }
-  int status = 0;
-  if (child > 0) waitpid(child, &status, 0);
+  bool works = dir && interposition_works(library, dir);
   if (dir) rmdir(dir);
-  bool works = child > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
   std::printf("interposition:  %s\n", works ? "works (a backward write to a guarded file was refused)"
                                             : "FAILED (LD_PRELOAD did not take effect here)");
   if (!works) ++problems;
@@ -274,7 +284,6 @@ int main(int argc, char** argv) {
   if (command == "run") return run(args);
   if (command == "doctor") return doctor(args);
   if (command == "report") return report(args);
-  if (command == "__self-test" && args.size() == 1) return self_test(args[0]);
   std::fprintf(stderr,
                "appendguard: unknown command '%s': accepted: run, doctor, report, --help, --version\n",
                command.c_str());

@@ -97,6 +97,17 @@ class LauncherTest(TempDirTest):
         self.assertEqual(proc.returncode, 1)
         self.assertIn("statically linked: NOT covered", proc.stdout)
 
+    def test_doctor_notices_when_nothing_is_interposed(self):
+        # The probe (/bin/sh and dd) must tell a library that guards from one that does nothing.
+        proc = launch("doctor", APPENDGUARD_LIBRARY="/lib/x86_64-linux-gnu/libm.so.6")
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("interposition:  FAILED", proc.stdout)
+
+    def test_launcher_is_static(self):
+        # No GLIBC_ symbol versions to require from the glibc it runs on (packaging.glibc_floor).
+        out = subprocess.run(["readelf", "-l", LAUNCHER], capture_output=True, text=True, check=True).stdout
+        self.assertNotIn("INTERP", out)
+
 
 if __name__ == "__main__":
     unittest.main()
