@@ -175,11 +175,17 @@ bool interposition_works(const std::string& library, const std::string& dir) {
   std::string path = dir + "/selftest.safetensors";
   pid_t child = fork();
   if (child == 0) {
+    // The defaults, whatever the caller's APPENDGUARD_* (REOPEN=rewrite or ON_VIOLATION=warn would change
+    // what the probe sees).
+    std::vector<std::string> ours;
+    for (char** e = environ; *e; ++e) {
+      if (std::strncmp(*e, "APPENDGUARD", 11) == 0) ours.emplace_back(*e, std::strcspn(*e, "="));
+    }
+    for (const std::string& name : ours) unsetenv(name.c_str());
     setenv("LD_PRELOAD", library.c_str(), 1);
     setenv("APPENDGUARD", "1", 1);
     setenv("APPENDGUARD_PATHS", "*.safetensors", 1);
     setenv("APPENDGUARD_LOG", "/dev/null", 1);
-    unsetenv("APPENDGUARD_ERRNO");
     execl("/bin/sh", "sh", "-c", kProbeScript, "sh", path.c_str(), static_cast<char*>(nullptr));
     _exit(5);
   }

@@ -97,6 +97,12 @@ class LauncherTest(TempDirTest):
         self.assertEqual(proc.returncode, 1)
         self.assertIn("statically linked: NOT covered", proc.stdout)
 
+    def test_doctor_probes_with_the_defaults(self):
+        # The caller's settings must not make a working library look broken.
+        proc = launch("doctor", APPENDGUARD_ON_VIOLATION="warn", APPENDGUARD_REOPEN="rewrite",
+                      APPENDGUARD_ERRNO="EPERM")
+        self.assertIn("interposition:  works", proc.stdout)
+
     def test_doctor_notices_when_nothing_is_interposed(self):
         # The probe (/bin/sh and dd) must tell a library that guards from one that does nothing.
         proc = launch("doctor", APPENDGUARD_LIBRARY="/lib/x86_64-linux-gnu/libm.so.6")
