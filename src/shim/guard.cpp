@@ -490,26 +490,20 @@ void note_close(int fd) {
 }
 
 int close_tracked(int fd) {
-  // On FUSE mounts close reports what the flush of the data found (HDFS: the write errors), so the trace
-  // shows its real result; the path is copied first because the description is recycled by forgetting.
-  char path[kMaxPath] = "";
+  // On FUSE mounts close reports what the flush of the data found (HDFS: the write errors, write-once
+  // stores: a failed upload), so the trace shows its real result and a store's refusal of a descriptor
+  // we reopened is explained. What both need is copied first: forgetting recycles the description.
   const bool traced = tracing();
+  bool rewritten = false;
+  char path[kMaxPath] = "";
+  RefusedCall refused{path, 0, 0};
   if (Description* d = g_files.lookup(fd)) {
     fill_reservation_before_close(fd, d);
-    if (traced) std::snprintf(path, sizeof path, "%s", d->path);
-  }
-  // What a notice needs if the store refuses the close (where FUSE stores report a failed upload),
-  // copied before forgetting recycles the description.
-  Description* closing = g_files.lookup(fd);
-  const bool rewritten =
-      closing && rewritten_open(closing) &&
-      !(__atomic_load_n(&closing->reported_once, __ATOMIC_RELAXED) & kStoreRefusalReported);
-  char closing_path[kMaxPath] = "";
-  RefusedCall refused{closing_path, 0, 0};
-  if (rewritten) {
-    std::snprintf(closing_path, sizeof closing_path, "%s", closing->path);
-    refused.original_flags = closing->site.original_flags;
-    refused.effective_flags = closing->site.effective_flags;
+    rewritten =
+        rewritten_open(d) && !(__atomic_load_n(&d->reported_once, __ATOMIC_RELAXED) & kStoreRefusalReported);
+    if (traced || rewritten) std::snprintf(path, sizeof path, "%s", d->path);
+    refused.original_flags = d->site.original_flags;
+    refused.effective_flags = d->site.effective_flags;
   }
   note_close(fd);
   int result = real_close(fd);
