@@ -1,9 +1,74 @@
 #include "core/file_table.h"
 
+#include <pthread.h>
+
 #include <cstring>
 #include <new>
 
 namespace appendguard {
+
+__attribute__((tls_model("initial-exec"))) constinit thread_local TrackedFile* t_held_file = nullptr;
+
+namespace {
+
+// The registry lock with every signal blocked: a handler that opens or closes a file must not wait for
+// the registry its own thread holds.
+class RegistryGuard {
+ public:
+  explicit RegistryGuard(Lock& lock) : lock_(lock) {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old_);
+    lock_.lock();
+  }
+  ~RegistryGuard() {
+    lock_.unlock();
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  RegistryGuard(const RegistryGuard&) = delete;
+  RegistryGuard& operator=(const RegistryGuard&) = delete;
+
+ private:
+  Lock& lock_;
+  sigset_t old_;
+};
+
+// A file's lock, unless this thread already holds it in the call a signal handler interrupted: that call
+// is suspended until the handler returns, so the handler may touch the file's state without it.
+class FileLockGuard {
+ public:
+  explicit FileLockGuard(TrackedFile* file) : file_(t_held_file == file ? nullptr : file) {
+    if (file_) file_->lock.lock();
+  }
+  ~FileLockGuard() {
+    if (file_) file_->lock.unlock();
+  }
+  FileLockGuard(const FileLockGuard&) = delete;
+  FileLockGuard& operator=(const FileLockGuard&) = delete;
+
+ private:
+  TrackedFile* file_;
+};
+
+}  // namespace
+
+bool FileTable::pin(int fd, Description* d) {
+  uint32_t refs = d->refs.load(std::memory_order_acquire);
+  do {
+    if (refs == 0) return false;  // recycled, or being recycled
+  } while (!d->refs.compare_exchange_weak(refs, refs + 1, std::memory_order_acq_rel));
+  if (lookup(fd) != d) {
+    unpin(d);
+    return false;
+  }
+  return true;
+}
+
+void FileTable::unpin(Description* d) {
+  if (d->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  RegistryGuard guard(registry_);
+  recycle_description(d);
+}
 
 TrackedFile* FileTable::acquire_file(dev_t device, ino_t inode, uint64_t size) {
   for (size_t i = 0; i < live_file_count_; ++i) {
@@ -42,7 +107,7 @@ TrackedFile* FileTable::acquire_file(dev_t device, ino_t inode, uint64_t size) {
 
 Description* FileTable::track(int fd, const OpenRecord& record) {
   if (fd < 0 || fd >= kMaxTrackedFd) return nullptr;
-  LockGuard guard(registry_);
+  RegistryGuard guard(registry_);
   TrackedFile* file = acquire_file(record.device, record.inode, record.size);
   if (!file) return nullptr;
   Description* d = free_descriptions_;
@@ -56,7 +121,7 @@ Description* FileTable::track(int fd, const OpenRecord& record) {
     }
   }
   {
-    LockGuard file_guard(file->lock);
+    FileLockGuard file_guard(file);
     // A file already open here may have bytes the filesystem does not report yet (HDFS shows only
     // flushed data), so the larger end wins, unless this open truncated the file.
     if (record.truncated || file->descriptions == 1 || record.size > file->end_of_file) {
@@ -70,7 +135,9 @@ Description* FileTable::track(int fd, const OpenRecord& record) {
   d->program_appends = record.program_appends;
   d->kernel_appends = record.kernel_appends;
   d->readable_by_program = record.readable_by_program;
+  d->shares_offset.store(record.shares_offset && !record.kernel_appends, std::memory_order_relaxed);
   d->descriptors = 1;
+  d->refs.store(1, std::memory_order_release);
   d->site = record.site ? *record.site : OpenSite{};
   size_t n = std::strlen(record.path);
   if (n >= kMaxPath) n = kMaxPath - 1;
@@ -99,6 +166,10 @@ void FileTable::release_file(TrackedFile* file) {
 
 void FileTable::release_description(Description* d) {
   if (--d->descriptors > 0) return;
+  if (d->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) recycle_description(d);
+}
+
+void FileTable::recycle_description(Description* d) {
   release_file(d->file);
   d->next_free = free_descriptions_;
   free_descriptions_ = d;
@@ -106,7 +177,7 @@ void FileTable::release_description(Description* d) {
 
 void FileTable::alias(int old_fd, int new_fd) {
   if (new_fd < 0 || new_fd >= kMaxTrackedFd || old_fd == new_fd) return;
-  LockGuard guard(registry_);
+  RegistryGuard guard(registry_);
   Description* d = lookup(old_fd);
   if (d) ++d->descriptors;
   Description* previous = slots_[new_fd].exchange(d, std::memory_order_acq_rel);
@@ -119,7 +190,7 @@ void FileTable::alias(int old_fd, int new_fd) {
 bool FileTable::forget(int fd) {
   if (fd < 0 || fd >= kMaxTrackedFd) return false;
   if (!slots_[fd].load(std::memory_order_relaxed)) return false;
-  LockGuard guard(registry_);
+  RegistryGuard guard(registry_);
   Description* previous = slots_[fd].exchange(nullptr, std::memory_order_acq_rel);
   if (!previous) return false;
   release_description(previous);
@@ -130,7 +201,7 @@ void FileTable::forget_range(unsigned first, unsigned last) {
   int highest = highest_fd();
   if (highest < 0 || first > static_cast<unsigned>(highest)) return;
   if (last > static_cast<unsigned>(highest)) last = static_cast<unsigned>(highest);
-  LockGuard guard(registry_);
+  RegistryGuard guard(registry_);
   for (unsigned fd = first; fd <= last; ++fd) {
     Description* previous = slots_[fd].exchange(nullptr, std::memory_order_acq_rel);
     if (previous) release_description(previous);
@@ -138,17 +209,17 @@ void FileTable::forget_range(unsigned first, unsigned last) {
 }
 
 bool FileTable::is_last_descriptor_of_file(int fd) {
-  LockGuard guard(registry_);
+  RegistryGuard guard(registry_);
   Description* d = lookup(fd);
   return d && d->descriptors == 1 && d->file && d->file->descriptions == 1;
 }
 
 bool FileTable::end_of_file_of(dev_t device, ino_t inode, uint64_t& end_of_file) {
-  LockGuard guard(registry_);
+  RegistryGuard guard(registry_);
   for (size_t i = 0; i < live_file_count_; ++i) {
     TrackedFile* f = live_files_[i];
     if (f->device == device && f->inode == inode) {
-      LockGuard file_guard(f->lock);
+      FileLockGuard file_guard(f);
       end_of_file = f->end_of_file;
       return true;
     }
@@ -157,20 +228,48 @@ bool FileTable::end_of_file_of(dev_t device, ino_t inode, uint64_t& end_of_file)
 }
 
 void FileTable::set_end_of_file(dev_t device, ino_t inode, uint64_t end_of_file) {
-  LockGuard guard(registry_);
+  RegistryGuard guard(registry_);
   for (size_t i = 0; i < live_file_count_; ++i) {
     TrackedFile* f = live_files_[i];
     if (f->device == device && f->inode == inode) {
-      LockGuard file_guard(f->lock);
+      FileLockGuard file_guard(f);
       f->end_of_file = end_of_file;
       return;
     }
   }
 }
 
+// The registry is held across fork with signals blocked (the mask is restored on both sides).
+void FileTable::before_fork() {
+  sigset_t all;
+  sigfillset(&all);
+  sigset_t old;
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  registry_.lock();
+  mask_before_fork_ = old;
+}
+
+void FileTable::mark_offsets_shared() {
+  int highest = highest_fd();
+  for (int fd = 0; fd <= highest; ++fd) {
+    if (Description* d = slots_[fd].load(std::memory_order_relaxed); d && !d->kernel_appends) {
+      d->shares_offset.store(true, std::memory_order_relaxed);
+    }
+  }
+}
+
+void FileTable::after_fork_parent() {
+  mark_offsets_shared();
+  sigset_t old = mask_before_fork_;
+  registry_.unlock();
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
 void FileTable::after_fork_child() {
   registry_.reset_in_child();
   for (size_t i = 0; i < live_file_count_; ++i) live_files_[i]->lock.reset_in_child();
+  mark_offsets_shared();
+  pthread_sigmask(SIG_SETMASK, &mask_before_fork_, nullptr);
 }
 
 }  // namespace appendguard

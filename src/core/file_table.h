@@ -6,6 +6,7 @@
 // never returned to the allocator, so a racing reader never touches freed memory.
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -47,13 +48,18 @@ struct OpenSite {
 };
 
 struct Description {
+  // One for the table while descriptors point at it, one per guarded call in flight (FileTable::pin).
+  std::atomic<uint32_t> refs{0};
   TrackedFile* file = nullptr;
   uint64_t position = 0;  // guarded by file->lock
   bool program_appends = false;
   bool kernel_appends = false;
   bool readable_by_program = false;  // the program asked for read access
-  uint32_t descriptors = 0;          // guarded by the table's registry lock
-  unsigned reported_once = 0;        // ReportOnce bits: repetitive kinds (reads, mappings) are reported once
+  // The kernel offset is shared with another process (a fork, an inherited or received descriptor),
+  // which may move it: writes at the position read it back first. Set by fork handlers without the lock.
+  std::atomic<bool> shares_offset{false};
+  uint32_t descriptors = 0;    // guarded by the table's registry lock
+  unsigned reported_once = 0;  // ReportOnce bits: repetitive kinds (reads, mappings) are reported once
   OpenSite site;
   char path[kMaxPath] = {};
   Description* next_free = nullptr;
@@ -75,8 +81,13 @@ struct OpenRecord {
   bool kernel_appends = false;
   bool program_appends = false;
   bool readable_by_program = false;
+  bool shares_offset = false;
   const OpenSite* site = nullptr;
 };
+
+// The file whose lock this thread holds in a guarded call, if any: a signal handler that interrupted that
+// call must not wait for the lock (its own thread would never release it).
+extern __attribute__((tls_model("initial-exec"))) thread_local TrackedFile* t_held_file;
 
 class FileTable {
  public:
@@ -87,6 +98,11 @@ class FileTable {
     return slots_[fd].load(std::memory_order_acquire);
   }
   bool any_tracked() const { return highest_fd_plus_one_.load(std::memory_order_relaxed) > 0; }
+
+  // Keeps `d` from being recycled while a guarded call uses it. False when `fd` no longer refers to `d`
+  // (a racing close): the call then must not touch `d`'s file.
+  bool pin(int fd, Description* d);
+  void unpin(Description* d);
 
   // Starts tracking `fd`, which must be a fresh descriptor. Returns nullptr if fd is out of range.
   Description* track(int fd, const OpenRecord& record);
@@ -103,19 +119,23 @@ class FileTable {
   void set_end_of_file(dev_t device, ino_t inode, uint64_t end_of_file);
 
   // pthread_atfork hooks: the registry is locked across fork; in the child every file lock is released
-  // because the threads that held them are gone.
-  void before_fork() { registry_.lock(); }
-  void after_fork_parent() { registry_.unlock(); }
+  // because the threads that held them are gone. Both sides mark every description as sharing its kernel
+  // offset with the other process.
+  void before_fork();
+  void after_fork_parent();
   void after_fork_child();
 
   int highest_fd() const { return highest_fd_plus_one_.load(std::memory_order_relaxed) - 1; }
 
  private:
   void release_description(Description* d);                             // registry_ held
+  void recycle_description(Description* d);                             // registry_ held
+  void mark_offsets_shared();                                           // registry_ held
   void release_file(TrackedFile* file);                                 // registry_ held
   TrackedFile* acquire_file(dev_t device, ino_t inode, uint64_t size);  // registry_ held
 
   Lock registry_;
+  sigset_t mask_before_fork_{};
   // The highest descriptor ever tracked, plus one: zero means none, so that the whole table is
   // zero-initialized and lives in .bss (8 MiB of zero pages) rather than in the library file.
   std::atomic<int> highest_fd_plus_one_{0};

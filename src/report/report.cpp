@@ -18,6 +18,40 @@ constinit Lock g_report_lock;
 int g_backtrace_frames = 32;
 bool g_python_stack = true;
 char g_report_text[64 * 1024];
+// Set while this thread holds the report lock: a signal handler whose call is refused while its thread
+// is writing a report must not wait for that lock (it would never be released).
+__attribute__((tls_model("initial-exec"))) constinit thread_local bool t_reporting = false;
+
+// The report lock, unless this thread holds it already (see t_reporting): then the report is reduced to
+// one line written straight to stderr, and the caller writes nothing more.
+class ReportLock {
+ public:
+  ReportLock() : reentered_(t_reporting) {
+    if (reentered_) return;
+    g_report_lock.lock();
+    t_reporting = true;
+  }
+  ~ReportLock() {
+    if (reentered_) return;
+    t_reporting = false;
+    g_report_lock.unlock();
+  }
+  ReportLock(const ReportLock&) = delete;
+  ReportLock& operator=(const ReportLock&) = delete;
+  bool reentered() const { return reentered_; }
+
+ private:
+  bool reentered_;
+};
+
+void write_reentered_line(std::string_view first_line) {
+  static constexpr char kSuffix[] =
+      " (a signal handler interrupted a report of this thread: reported briefly)\n";
+  size_t n = first_line.find('\n');
+  if (n == std::string_view::npos) n = first_line.size();
+  syscall(SYS_write, STDERR_FILENO, first_line.data(), n);
+  syscall(SYS_write, STDERR_FILENO, kSuffix, sizeof kSuffix - 1);
+}
 
 const char* outcome_text(Outcome outcome) {
   switch (outcome) {
@@ -106,7 +140,14 @@ void report_violation(const Violation& v) {
   bool has_python = g_python_stack && !stack.in_signal_handler && format_python_stack(python, 32);
 
   ProcessIdentity who = current_identity();
-  LockGuard guard(g_report_lock);
+  ReportLock guard;
+  if (guard.reentered()) {
+    char line[512 + kMaxPath];
+    TextBuffer brief(line, sizeof line);
+    format_violation(brief, v, who);
+    write_reentered_line(brief.view());
+    return;
+  }
   TextBuffer out(g_report_text, sizeof g_report_text);
   format_violation(out, v, who);
   if (g_backtrace_frames > 0) {
@@ -129,19 +170,22 @@ void report_trace(const TraceEvent& e) {
   char text[1024 + kMaxPath];
   TextBuffer out(text, sizeof text);
   format_trace(out, e, current_identity());
-  LockGuard guard(g_report_lock);
+  ReportLock guard;
+  if (guard.reentered()) return;  // a trace line from a handler that interrupted a report: dropped
   g_sink.write(out.view());
 }
 
 void reset_reporter_after_fork() {
   g_report_lock.reset_in_child();
+  t_reporting = false;
 }
 
 void report_notice(const char* message) {
   char text[1024 + kMaxPath];
   TextBuffer out(text, sizeof text);
   out.add("appendguard: {}\n", message);
-  LockGuard guard(g_report_lock);
+  ReportLock guard;
+  if (guard.reentered()) return write_reentered_line(out.view());
   g_sink.write(out.view());
 }
 

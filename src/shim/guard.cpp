@@ -175,13 +175,17 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
     decision.trace_only = true;
     return;
   }
+  // Only regular files are rewritten: an O_RDWR open of a FIFO made write-only would block until a
+  // reader came. A file that does not exist yet will be a regular one.
+  struct stat64 st;
+  const bool exists = fstatat64(request.dirfd, request.path, &st, 0) == 0;
+  if (exists && !S_ISREG(st.st_mode)) return;
   decision.guarded = true;
   if (mode == Mode::kEnforce) {
     decision.flags = rewrite_open_flags(request.flags);
     decision.rewrite_existing = g_config->reopen == Reopen::kRewrite && keeps_existing_bytes(request.flags);
   } else {
-    struct stat64 st;
-    decision.existed = fstatat64(request.dirfd, request.path, &st, 0) == 0;
+    decision.existed = exists;
   }
 }
 
@@ -203,8 +207,14 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
     errno = error;
     return fd;
   }
+  // A vfork child shares our memory: its descriptors must not enter the parent's table (after its exec
+  // they are carried like any other).
+  if (!owns_file_table()) {
+    errno = error;
+    return fd;
+  }
   struct stat64 st;
-  if (fstat64(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (real_fstat64(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     forget_if_stale(fd);  // a device or FIFO that happens to match: not a file we can reason about
     errno = error;
     return fd;
@@ -254,25 +264,59 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
   return fd;
 }
 
-void adopt_descriptor(int fd, const char* path, int flags) {
+void adopt_descriptor(int fd, const char* path, const Adoption& how) {
   struct stat64 st;
-  if (fstat64(fd, &st) != 0 || !S_ISREG(st.st_mode)) return;
-  off64_t position = lseek64(fd, 0, SEEK_CUR);
+  if (real_fstat64(fd, &st) != 0 || !S_ISREG(st.st_mode)) return;
+  const CarriedFd* carried = how.carried;
+  const bool kernel_appends = (how.kernel_flags & O_APPEND) != 0;
   OpenSite site;
-  site.function = "(inherited)";
-  site.original_flags = flags;
-  site.effective_flags = flags;
+  site.function = how.function;
+  site.pid = static_cast<pid_t>(syscall(SYS_getpid));
+  site.tid = gettid_raw();
+  site.original_flags = carried ? carried->original_flags : how.kernel_flags;
+  site.effective_flags = carried ? carried->effective_flags : how.kernel_flags;
   OpenRecord record;
   record.path = path;
   record.device = st.st_dev;
   record.inode = st.st_ino;
   record.size = static_cast<uint64_t>(st.st_size);
-  record.position = position > 0 ? static_cast<uint64_t>(position) : 0;
-  record.kernel_appends = (flags & O_APPEND) != 0;
-  record.program_appends = record.kernel_appends;
-  record.readable_by_program = (flags & O_ACCMODE) == O_RDWR;
+  if (carried && kernel_appends) {
+    record.position = carried->position;  // the kernel's offset of an O_APPEND descriptor means nothing
+  } else {
+    off64_t position = real_lseek64(fd, 0, SEEK_CUR);
+    record.position = position > 0 ? static_cast<uint64_t>(position) : 0;
+  }
+  record.kernel_appends = kernel_appends;
+  record.program_appends = (site.original_flags & O_APPEND) != 0;
+  record.readable_by_program = (site.original_flags & O_ACCMODE) == O_RDWR;
+  record.shares_offset = how.shares_offset;
   record.site = &site;
   g_files.track(fd, record);
+}
+
+bool guards_full_path(const char* full_path) {
+  return g_config->paths.matches(full_path, file_name_of(full_path)) || append_only_mount_of(full_path);
+}
+
+void adopt_received_descriptors(const msghdr* message) {
+  if (!owns_file_table()) return;
+  for (const cmsghdr* c = CMSG_FIRSTHDR(message); c;
+       c = CMSG_NXTHDR(const_cast<msghdr*>(message), const_cast<cmsghdr*>(c))) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    const unsigned char* data = CMSG_DATA(c);
+    for (size_t i = 0; i < count; ++i) {
+      int fd;
+      std::memcpy(&fd, data + i * sizeof(int), sizeof fd);
+      forget_if_stale(fd);
+      int flags = real_fcntl(fd, F_GETFL);
+      if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY) continue;
+      char path[kMaxPath];
+      if (!descriptor_path(fd, path, sizeof path) || path[0] != '/' || !guards_full_path(path)) continue;
+      adopt_descriptor(fd, path, {"recvmsg (SCM_RIGHTS)", flags, nullptr, true});
+      if (tracing()) trace("recvmsg", fd, path, fd, 0, "%s", "descriptor received (SCM_RIGHTS)");
+    }
+  }
 }
 
 char* read_whole_file(int fd, uint64_t size) {
@@ -377,11 +421,27 @@ bool descriptor_path(int fd, char* out, size_t capacity) {
   return true;
 }
 
-__attribute__((tls_model("initial-exec"))) constinit thread_local TrackedFile* t_held_file = nullptr;
+bool refresh_shared_offset(int fd, Description* d, PositionState& state) {
+  struct stat64 st;
+  if (real_fstat64(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) > state.end_of_file) {
+    state.end_of_file = static_cast<uint64_t>(st.st_size);  // the other process appended
+    d->file->end_of_file = state.end_of_file;
+  }
+  off64_t offset = real_lseek64(fd, 0, SEEK_CUR);
+  if (offset < 0 || static_cast<uint64_t>(offset) == state.position) return false;
+  state.position = static_cast<uint64_t>(offset);
+  d->position = state.position;
+  return true;
+}
 
 bool refuse_or_report_write(const char* operation, int fd, Description* d, const WriteRequest& request,
-                            const WriteCheck& check, uint64_t end_of_file) {
-  Violation v = violation_on(operation, fd, d, end_of_file, write_violation_reason(check.verdict, request));
+                            const WriteCheck& check, uint64_t end_of_file, bool moved_by_another_process) {
+  const char* why = moved_by_another_process && !request.has_offset
+                        ? "the descriptor's offset, shared with another process (a fork, an inherited or a "
+                          "received descriptor), was moved away from the end of file there; an append-only "
+                          "mount accepts only appends"
+                        : write_violation_reason(check.verdict, request);
+  Violation v = violation_on(operation, fd, d, end_of_file, why);
   v.has_count = true;
   v.count = request.count;
   v.has_offset = true;

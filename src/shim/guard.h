@@ -3,10 +3,12 @@
 #pragma once
 
 #include <errno.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <cstddef>
 
+#include "core/carried_fds.h"
 #include "core/eof_rule.h"
 #include "core/file_table.h"
 #include "report/report.h"
@@ -39,8 +41,19 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
 // guard_templates.h.
 template <typename Call>
 int open_as_decided(const OpenRequest& request, OpenDecision& decision, Call&& call);
-// A descriptor we did not open, taken in as it is (inherited across exec).
-void adopt_descriptor(int fd, const char* path, int flags);
+// A descriptor we did not open (inherited across exec, received over a socket): tracked with what the
+// kernel shows, or with what a carried record says the program asked for (core/carried_fds.h).
+struct Adoption {
+  const char* function;      // for reports: "(inherited)", "recvmsg"
+  int kernel_flags;          // F_GETFL
+  const CarriedFd* carried;  // may be null
+  bool shares_offset;        // another process may hold the same description
+};
+void adopt_descriptor(int fd, const char* path, const Adoption& how);
+// True if a file at `full_path` (absolute, as the kernel names it) is guarded: by pattern or mount.
+bool guards_full_path(const char* full_path);
+// recvmsg/recvmmsg: descriptors passed with SCM_RIGHTS are adopted if their files are guarded.
+void adopt_received_descriptors(const msghdr* message);
 
 // ---------------------------------------------------------------- violations
 // A violation on `fd` (tracked as `d`) with no byte count and no offset; callers add what applies.
@@ -115,17 +128,22 @@ void trace(const char* operation, int fd, const char* path, long long result, in
 // The path the kernel has for `fd` (readlink of /proc/self/fd/N), NUL-terminated.
 bool descriptor_path(int fd, char* out, size_t capacity);
 
-// The lock of `d`'s file, held for a scope. Not taken when `fd` no longer refers to `d` (a racing close
-// may have recycled it), nor when this thread already holds it: a signal handler that interrupted a
-// guarded call on the same file must not wait for its own thread (that would never return).
-// The file whose lock this thread holds; set before taking it and cleared after releasing it, so that a
-// signal in between errs on the side of not waiting.
-extern __attribute__((tls_model("initial-exec"))) thread_local TrackedFile* t_held_file;
-
+// The lock of `d`'s file, held for a scope, and `d` pinned for the whole scope (see FileTable::pin), so
+// that traces and notes after the lock is released still read this description. The lock is not taken
+// when `fd` no longer refers to `d` (a racing close: stale()), nor when this thread already holds it: a
+// signal handler that interrupted a guarded call on the same file must not wait for its own thread.
+// t_held_file is set before taking the lock and cleared after releasing it, so that a signal in between
+// errs on the side of not waiting.
 class HeldFile {
  public:
-  HeldFile(int fd, Description* d) { reacquire(fd, d); }
-  ~HeldFile() { release(); }
+  HeldFile(int fd, Description* d) : d_(d) {
+    pinned_ = g_files.pin(fd, d);
+    if (pinned_) reacquire(fd, d);
+  }
+  ~HeldFile() {
+    release();
+    if (pinned_) g_files.unpin(d_);
+  }
   HeldFile(const HeldFile&) = delete;
   HeldFile& operator=(const HeldFile&) = delete;
 
@@ -133,10 +151,12 @@ class HeldFile {
   TrackedFile* operator->() const { return file_; }
   // The lock was not taken because this thread holds it (see above).
   bool held_by_interrupted_call() const { return interrupted_call_; }
-  // Takes the lock again after release() (null check as for the constructor).
+  // The descriptor was closed (or replaced) by another thread since the hook looked it up.
+  bool stale() const { return !pinned_ || (!file_ && !interrupted_call_); }
+  // Takes the lock again after release().
   void reacquire(int fd, Description* d) {
+    if (!pinned_) return;
     TrackedFile* file = d->file;
-    if (!file) return;
     if (t_held_file == file) {
       interrupted_call_ = true;
       return;
@@ -144,7 +164,7 @@ class HeldFile {
     previous_ = t_held_file;
     t_held_file = file;
     file->lock.lock();
-    if (g_files.lookup(fd) != d || d->file != file) {
+    if (g_files.lookup(fd) != d) {
       file->lock.unlock();
       t_held_file = previous_;
       return;
@@ -159,8 +179,10 @@ class HeldFile {
   }
 
  private:
+  Description* d_;
   TrackedFile* file_ = nullptr;
   TrackedFile* previous_ = nullptr;
+  bool pinned_ = false;
   bool interrupted_call_ = false;
 };
 

@@ -33,7 +33,7 @@ int reopen_by_rewriting(OpenDecision& decision, Call&& call) {
   char* old_bytes = nullptr;
   uint64_t size = 0;
   int error = 0;
-  if (fstat64(reader, &st) != 0) {
+  if (real_fstat64(reader, &st) != 0) {
     error = errno;
   } else if ((size = static_cast<uint64_t>(st.st_size)) > kMaxRewriteBytes) {
     error = EFBIG;
@@ -91,26 +91,43 @@ ssize_t refuse_write_from_interrupting_handler(const char* operation, int fd, De
 
 // The parts of guarded_write that are not on the path of an allowed write.
 bool refuse_or_report_write(const char* operation, int fd, Description* d, const WriteRequest& request,
-                            const WriteCheck& check, uint64_t end_of_file);
+                            const WriteCheck& check, uint64_t end_of_file, bool moved_by_another_process);
 void trace_write(const char* operation, int fd, const Description* d, const WriteRequest& request,
                  const WriteCheck& check, uint64_t end_of_file, ssize_t result);
+
+// A descriptor closed by another thread while this call was on its way: the close won, as it may.
+inline ssize_t fail_on_closed_descriptor() {
+  errno = EBADF;
+  return -1;
+}
+
+// A description whose kernel offset another process may have moved (shares_offset): reads the offset
+// and the size back before a write at the position, so that the check sees where the bytes would land.
+// Returns true if the offset had moved. File lock held.
+bool refresh_shared_offset(int fd, Description* d, PositionState& state);
 
 template <typename Perform>
 APPENDGUARD_SLOW_PATH ssize_t guarded_write(const char* operation, int fd, Description* d,
                                             const WriteRequest& request, Perform&& perform) {
+  // The kernel's own EINVAL for a negative offset, whatever the mount.
+  if (request.has_offset && static_cast<int64_t>(request.offset) < 0) return perform();
   HeldFile file(fd, d);
   if (__builtin_expect(!file, 0)) {
     if (file.held_by_interrupted_call())
       return refuse_write_from_interrupting_handler(operation, fd, d, request);
-    return perform();
+    return fail_on_closed_descriptor();
   }
   PositionState state = d->snapshot();
+  bool moved_by_another_process =
+      d->shares_offset.load(std::memory_order_relaxed) && refresh_shared_offset(fd, d, state);
   WriteCheck check = check_write(state, request, g_config->mode == Mode::kEnforce);
   if (__builtin_expect(check.verdict != WriteVerdict::kAllowed, 0)) {
     file.release();
-    if (!refuse_or_report_write(operation, fd, d, request, check, state.end_of_file)) return -1;
+    if (!refuse_or_report_write(operation, fd, d, request, check, state.end_of_file,
+                                moved_by_another_process))
+      return -1;
     file.reacquire(fd, d);
-    if (!file) return perform();
+    if (!file) return fail_on_closed_descriptor();
     state = d->snapshot();
     check = check_write(state, request, false);
   }
@@ -130,7 +147,7 @@ template <typename RealSeek>
 APPENDGUARD_SLOW_PATH off64_t guarded_seek(const char* operation, int fd, Description* d, off64_t offset,
                                            int whence, RealSeek&& real_seek) {
   HeldFile file(fd, d);
-  if (!file) return real_seek();
+  if (!file) return file.stale() ? fail_on_closed_descriptor() : real_seek();
   off64_t result;
   int error = errno;  // left as it was when the seek succeeds
   // A deferred preallocation makes the file look as large as promised.
@@ -180,6 +197,8 @@ bool defer_resize_if_possible(const char* operation, int fd, Description* d, con
 template <typename Perform>
 APPENDGUARD_SLOW_PATH int guarded_resize(const char* operation, int fd, Description* d, const Resize& resize,
                                          Perform&& perform) {
+  // The kernel's own EINVAL for negative sizes and offsets, whatever the mount.
+  if (resize.offset < 0 || resize.length < 0) return perform();
   uint64_t end = 0;
   uint64_t reserved = 0;
   {

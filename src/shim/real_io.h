@@ -3,9 +3,11 @@
 #pragma once
 
 #include <fcntl.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/sendfile.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -84,6 +86,16 @@ APPENDGUARD_REAL(preadv2);
 APPENDGUARD_REAL(preadv64v2);
 APPENDGUARD_REAL(mmap);
 APPENDGUARD_REAL(mmap64);
+
+APPENDGUARD_REAL(recvmsg);
+APPENDGUARD_REAL(recvmmsg);
+
+APPENDGUARD_REAL(execve);
+APPENDGUARD_REAL(execvpe);
+APPENDGUARD_REAL(fexecve);
+APPENDGUARD_REAL(execveat);
+APPENDGUARD_REAL(posix_spawn);
+APPENDGUARD_REAL(posix_spawnp);
 
 }  // namespace appendguard
 

@@ -12,10 +12,12 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/carried_fds.h"
 #include "core/path.h"
 #include "report/report.h"
 #include "shim/guard.h"
 #include "shim/mount_guard.h"
+#include "shim/real_io.h"
 
 namespace appendguard {
 
@@ -44,21 +46,29 @@ void after_fork_child() {
   g_owner_pid.store(raw_getpid(), std::memory_order_relaxed);
 }
 
-// Descriptors inherited across exec are not in our (new) table; guarded ones are taken in as they are.
+// Descriptors inherited across exec are not in our (new) table; guarded ones are taken in with what the
+// process before exec knew of them (carried in the environment, core/carried_fds.h), else as they are.
 void adopt_inherited_descriptors() {
+  static CarriedFd carried[kMaxCarriedFds];
+  size_t carried_count = parse_carried_fds(secure_getenv(kCarriedFdsVariable), raw_getpid(),
+                                           static_cast<pid_t>(syscall(SYS_getppid)), carried, kMaxCarriedFds);
+  unsetenv(kCarriedFdsVariable);  // the program's environment stays as it was given
   DIR* dir = opendir("/proc/self/fd");
   if (!dir) return;
   int self = dirfd(dir);
   while (dirent* entry = readdir(dir)) {
     char* end = nullptr;
-    long fd = std::strtol(entry->d_name, &end, 10);
-    if (end == entry->d_name || *end != '\0' || fd == self) continue;
-    int flags = fcntl(static_cast<int>(fd), F_GETFL);
+    long number = std::strtol(entry->d_name, &end, 10);
+    if (end == entry->d_name || *end != '\0' || number == self) continue;
+    int fd = static_cast<int>(number);
+    int flags = real_fcntl(fd, F_GETFL);
     if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY) continue;
     char path[kMaxPath];
-    if (!descriptor_path(static_cast<int>(fd), path, sizeof path) || path[0] != '/') continue;
-    if (g_config->paths.matches(path, file_name_of(path)) || append_only_mount_of(path))
-      adopt_descriptor(static_cast<int>(fd), path, flags);
+    if (!descriptor_path(fd, path, sizeof path) || path[0] != '/') continue;
+    struct stat64 st;
+    if (real_fstat64(fd, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    const CarriedFd* record = match_carried_fd(carried, carried_count, fd, st.st_dev, st.st_ino, flags);
+    if (record || guards_full_path(path)) adopt_descriptor(fd, path, {"(inherited)", flags, record, true});
   }
   closedir(dir);
 }

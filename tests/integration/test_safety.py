@@ -1,0 +1,188 @@
+"""Nothing misplaced, never a hang: the adversarial cases of issue 13, each run against the library."""
+import os
+import subprocess
+import unittest
+
+from harness import PYTHON, TempDirTest, child_env, program, read_bytes, results, run, violations
+
+SAFETY = "safety"
+
+
+class InheritedAcrossExecTest(TempDirTest):
+    """A descriptor whose open appendguard rewrote keeps what the program asked for across exec."""
+
+    def setUp(self):
+        super().setUp()
+        self.file = self.path("d.safetensors")
+        with open(self.file, "wb") as f:
+            f.write(b"0123456789")
+
+    def shell(self, command):
+        return subprocess.run(["bash", "-c", command], env=child_env(), cwd=self.dir, capture_output=True,
+                              text=True, timeout=60)
+
+    def test_dd_through_a_shell_read_write_redirection_is_refused(self):
+        proc = self.shell("printf XY | dd bs=1 seek=2 conv=notrunc status=none 1<>d.safetensors")
+        self.assertNotEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(read_bytes(self.file), b"0123456789")
+        self.assertEqual(len(violations(proc.stderr)), 1, proc.stderr)
+        self.assertIn('opened: (inherited)("%s", O_RDWR|O_CREAT), rewritten to O_WRONLY|O_CREAT|O_APPEND'
+                      % self.file, proc.stderr)
+
+    def test_shell_exec_read_write_then_a_child_writing_at_its_position_is_refused(self):
+        # `exec 3<>` opens at position 0: the child's write there would overwrite the header. (A builtin
+        # printf would write through bash's stdio, which is not checked: docs/limits.md.)
+        proc = self.shell(f"exec 3<>d.safetensors; {PYTHON} -c 'import os; os.write(3, b\"AB\")'")
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertEqual(read_bytes(self.file), b"0123456789")
+        self.assertEqual(len(violations(proc.stderr)), 1, proc.stderr)
+
+    def test_appending_child_keeps_working(self):
+        # The child seeks to the end first: that is an append, as on the store.
+        proc = self.shell("exec 3<>d.safetensors; "
+                          f"{PYTHON} -c 'import os; os.lseek(3, 0, 2); os.write(3, b\"AB\")'")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(read_bytes(self.file), b"0123456789AB")
+        self.assertEqual(violations(proc.stderr), [])
+
+    def test_shell_append_redirection_still_appends(self):
+        proc = self.shell("printf AB >> d.safetensors; printf CD >> d.safetensors")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(read_bytes(self.file), b"0123456789ABCD")
+
+    def python_parent(self, child_code, how):
+        code = ("import os, subprocess, sys\n"
+                "f = open(sys.argv[1], 'r+b')\n"
+                f"child = {child_code!r}\n"
+                f"{how}\n")
+        return subprocess.run([PYTHON, "-c", code, self.file], env=child_env(), capture_output=True, text=True,
+                              timeout=60)
+
+    def test_subprocess_pass_fds(self):
+        proc = self.python_parent(
+            "import os, sys; fd = int(sys.argv[1]); os.lseek(fd, 2, 0); os.write(fd, b'XY')",
+            "r = subprocess.run([sys.executable, '-c', child, str(f.fileno())], pass_fds=[f.fileno()])\n"
+            "print('child=%d' % r.returncode)")
+        self.assertEqual(results(proc.stdout)["child"], "1", proc.stderr)
+        self.assertEqual(read_bytes(self.file), b"0123456789")
+        self.assertEqual(len(violations(proc.stderr)), 1, proc.stderr)
+
+    def test_popen_stdout_on_a_read_write_file(self):
+        # stdout is the r+b file at position 0: the child's print would overwrite the header.
+        proc = self.python_parent(
+            "import os; os.write(1, b'XY')",
+            "r = subprocess.run([sys.executable, '-c', child], stdout=f)\n"
+            "print('child=%d' % r.returncode)")
+        self.assertEqual(results(proc.stdout)["child"], "1", proc.stderr)
+        self.assertEqual(read_bytes(self.file), b"0123456789")
+        self.assertEqual(len(violations(proc.stderr)), 1, proc.stderr)
+
+    def test_posix_spawn_carries_it_too(self):
+        proc = self.python_parent(
+            "import os; os.write(1, b'XY')",
+            "pid = os.posix_spawn(sys.executable, [sys.executable, '-c', child], os.environ,\n"
+            "                     file_actions=[(os.POSIX_SPAWN_DUP2, f.fileno(), 1)])\n"
+            "print('child=%d' % os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))")
+        self.assertEqual(results(proc.stdout)["child"], "1", proc.stderr)
+        self.assertEqual(read_bytes(self.file), b"0123456789")
+
+    def test_the_carrier_variable_is_not_left_to_the_program(self):
+        proc = self.shell(f"exec 3<>d.safetensors; {PYTHON} -c 'import os; "
+                          "print(sorted(k for k in os.environ if k.startswith(\"APPENDGUARD\")))'")
+        self.assertEqual(proc.stdout.strip(), "['APPENDGUARD']", proc.stderr)
+
+
+class SafetyTest(TempDirTest):
+    def test_close_racing_an_in_flight_write_leaves_the_other_file_alone(self):
+        proc = run([program(SAFETY), "close_race", self.path("a.safetensors"), self.path("b.safetensors"), "150"],
+                   APPENDGUARD_BACKTRACE="0", APPENDGUARD_LOG=self.path("log"))
+        self.assertOk(proc)
+        self.assertEqual(results(proc.stdout)["wrong"], "0")
+
+    def test_signal_handler_write_is_checked_wherever_the_signal_lands(self):
+        b = self.path("b.safetensors")
+        proc = run([program(SAFETY), "handler_pwrite", self.path("a.safetensors"), b, "20000"], timeout=120,
+                   APPENDGUARD_BACKTRACE="0", APPENDGUARD_LOG=self.path("log"))
+        self.assertOk(proc)
+        r = results(proc.stdout)
+        self.assertGreater(int(r["handler_calls"]), 20)  # the signals really came
+        self.assertEqual(r["handler_passed"], "0")
+        self.assertEqual(read_bytes(b), b"0123456789")
+
+    def test_signal_handler_opening_and_closing_does_not_deadlock(self):
+        try:
+            proc = run([program(SAFETY), "handler_open_close", self.path("a.safetensors"), self.path("b.safetensors"),
+                        "20000"], timeout=60)
+        except subprocess.TimeoutExpired:
+            self.fail("a handler's open or close waited for the lock its own thread holds")
+        self.assertOk(proc)
+        r = results(proc.stdout)
+        self.assertGreater(int(r["handler_calls"]), 20)
+        self.assertEqual(r["a_size"], "20000")
+        self.assertEqual(r["b_size"], r["handler_calls"])
+
+    def test_fork_child_moving_the_shared_offset_cannot_misplace_the_parents_write(self):
+        path = self.path("fork.safetensors")
+        proc = run([program(SAFETY), "fork_offset", path], APPENDGUARD_BACKTRACE="0")
+        self.assertOk(proc)
+        r = results(proc.stdout)
+        self.assertEqual(r["parent_write"], "-1 errno=95")
+        self.assertEqual(r["parent_seek_end"], "10")
+        self.assertEqual(r["parent_append"], "2")
+        self.assertEqual(read_bytes(path), b"0123456789ZW")
+        self.assertEqual(len(violations(proc.stderr)), 1, proc.stderr)
+        self.assertIn("another process", proc.stderr)
+
+    def test_fork_child_appending_to_the_shared_descriptor(self):
+        path = self.path("fork.safetensors")
+        proc = run([program(SAFETY), "fork_child_appends", path])
+        self.assertOk(proc)
+        r = results(proc.stdout)
+        self.assertEqual(r["child_status"], "0")
+        self.assertEqual(r["parent_write"], "2")
+        self.assertEqual(read_bytes(path), b"0123456789ccpp")
+        self.assertEqual(violations(proc.stderr), [])
+
+    def test_open_in_a_vfork_child_is_not_recorded_in_the_parent(self):
+        proc = run([program(SAFETY), "vfork_open", self.path("v.safetensors")])
+        self.assertOk(proc)
+        r = results(proc.stdout)
+        self.assertEqual(r["child_status"], "0")
+        self.assertEqual(r["same_number"], "1")
+        self.assertEqual(r["socket_write"], "1")
+        self.assertEqual(violations(proc.stderr), [])
+
+    def test_descriptor_received_over_a_unix_socket_is_guarded(self):
+        path = self.path("r.safetensors")
+        proc = run([program(SAFETY), "received_fd", path], APPENDGUARD_BACKTRACE="0")
+        self.assertOk(proc)
+        r = results(proc.stdout)
+        self.assertEqual(r["received"], "0")
+        self.assertEqual(r["write_at_0"], "-1 errno=95")
+        self.assertEqual(r["append"], "1")
+        self.assertEqual(read_bytes(path), b"0123456789Z")
+
+    def test_negative_offsets_get_the_kernels_einval(self):
+        proc = run([program(SAFETY), "negative_offsets", self.path("n.safetensors")])
+        self.assertOk(proc)
+        r = results(proc.stdout)
+        self.assertEqual(r["pwrite_minus_one"], "-1 errno=22")
+        self.assertEqual(r["ftruncate_minus_one"], "-1 errno=22")
+        self.assertEqual(violations(proc.stderr), [])
+
+    def test_read_write_open_of_a_fifo_matching_a_pattern_is_not_rewritten(self):
+        fifo = self.path("pipe.safetensors")
+        os.mkfifo(fifo)
+        code = ("import fcntl, os, sys\n"
+                "fd = os.open(sys.argv[1], os.O_RDWR)\n"
+                "print('flags=%d' % (os.O_ACCMODE & fcntl.fcntl(fd, fcntl.F_GETFL)))\n")
+        try:
+            proc = run([PYTHON, "-c", code, fifo], timeout=20)
+        except subprocess.TimeoutExpired:
+            self.fail("an O_RDWR open of a FIFO was rewritten to write-only and blocked")
+        self.assertOk(proc)
+        self.assertEqual(results(proc.stdout)["flags"], str(os.O_RDWR))
+
+
+if __name__ == "__main__":
+    unittest.main()
