@@ -28,6 +28,19 @@ struct Unwinder {
 
 Unwinder g_unwinder;
 std::atomic<bool> g_loaded{false};
+void* g_own_base = nullptr;  // where libappendguard is loaded: its frames say nothing about the culprit
+// Threads inside libunwind now. libunwind takes mutexes of its own; a child forked while another thread
+// held one would wait forever at its first unwind, so a child forked during an unwind never unwinds.
+std::atomic<int> g_threads_unwinding{0};
+std::atomic<bool> g_unwinding_disabled{false};
+
+class UnwindingScope {
+ public:
+  UnwindingScope() { g_threads_unwinding.fetch_add(1, std::memory_order_acq_rel); }
+  ~UnwindingScope() { g_threads_unwinding.fetch_sub(1, std::memory_order_acq_rel); }
+  UnwindingScope(const UnwindingScope&) = delete;
+  UnwindingScope& operator=(const UnwindingScope&) = delete;
+};
 
 template <typename Fn>
 bool resolve(void* handle, const char* name, Fn& out) {
@@ -51,6 +64,8 @@ bool load_unwinder() {
   ok = ok && resolve(handle, APPENDGUARD_STR(unw_get_accessors), u.get_accessors);
   ok = ok && resolve(handle, APPENDGUARD_STR(unw_local_addr_space), u.local_space);
   if (!ok) return false;
+  Dl_info own{};
+  if (dladdr(reinterpret_cast<void*>(&load_unwinder), &own)) g_own_base = own.dli_fbase;
   g_unwinder = u;
   g_loaded.store(true, std::memory_order_release);
   return true;
@@ -60,12 +75,8 @@ namespace {
 
 // Frames inside libappendguard itself say nothing about the culprit.
 bool in_this_library(unw_word_t ip) {
-  static void* own_base = [] {
-    Dl_info info{};
-    return dladdr(reinterpret_cast<void*>(&load_unwinder), &info) ? info.dli_fbase : nullptr;
-  }();
   Dl_info info{};
-  return own_base && dladdr(reinterpret_cast<void*>(ip), &info) && info.dli_fbase == own_base;
+  return g_own_base && dladdr(reinterpret_cast<void*>(ip), &info) && info.dli_fbase == g_own_base;
 }
 
 }  // namespace
@@ -74,6 +85,8 @@ void capture_stack(CapturedStack& stack, int max_frames, int skip) {
   stack.count = 0;
   stack.in_signal_handler = false;
   if (!g_loaded.load(std::memory_order_acquire) || max_frames <= 0) return;
+  if (g_unwinding_disabled.load(std::memory_order_relaxed)) return;
+  UnwindingScope unwinding;
   if (max_frames > CapturedStack::kMaxFrames) max_frames = CapturedStack::kMaxFrames;
   unw_context_t context;
   unw_cursor_t cursor;
@@ -100,12 +113,22 @@ int capture_addresses(void** frames, int max_frames, int skip) {
   return stack.count;
 }
 
+void unwinder_after_fork_child() {
+  if (g_threads_unwinding.load(std::memory_order_relaxed) > 0) {
+    g_unwinding_disabled.store(true, std::memory_order_relaxed);
+  }
+  g_threads_unwinding.store(0, std::memory_order_relaxed);
+}
+
 void format_stack(TextBuffer& out, void* const* frames, int count, bool demangle) {
   if (count == 0) {
-    out.add_text(g_loaded.load() ? "    (no frames)\n"
-                                 : "    (libunwind.so.8 is not installed: no backtrace)\n");
+    out.add_text(!g_loaded.load() ? "    (libunwind.so.8 is not installed: no backtrace)\n"
+                 : g_unwinding_disabled.load()
+                     ? "    (not unwound: this process was forked while another thread was unwinding)\n"
+                     : "    (no frames)\n");
     return;
   }
+  UnwindingScope unwinding;  // get_proc_name is libunwind too
   unw_accessors_t* accessors = g_unwinder.get_accessors(*g_unwinder.local_space);
   for (int i = 0; i < count; ++i) {
     auto ip = reinterpret_cast<uintptr_t>(frames[i]);

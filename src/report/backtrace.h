@@ -9,6 +9,9 @@ namespace appendguard {
 
 // Loads libunwind. Safe to call more than once; returns false if it is not installed.
 bool load_unwinder();
+// In the child of fork: if another thread of the parent was inside libunwind (and may have held its
+// locks), this process never unwinds.
+void unwinder_after_fork_child();
 
 struct CapturedStack {
   static constexpr int kMaxFrames = 256;

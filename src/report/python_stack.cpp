@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
+
 namespace appendguard {
 namespace {
 
@@ -64,10 +66,35 @@ void code_attribute(const PythonApi& py, Object* code, const char* name, char* o
 
 }  // namespace
 
+namespace {
+
+// Loaded on first use (a program may load Python after us) without a function-local static: a child
+// forked while another thread held such a static's guard would wait for it forever. Threads that find
+// the loading under way go without a Python stack.
+constinit PythonApi g_python;
+enum PythonState : int { kUnknown, kLoading, kLoaded, kUnavailable };
+constinit std::atomic<int> g_python_state{kUnknown};
+
+bool python_api_loaded() {
+  int state = g_python_state.load(std::memory_order_acquire);
+  if (state == kUnknown &&
+      g_python_state.compare_exchange_strong(state, kLoading, std::memory_order_acq_rel)) {
+    state = g_python.load() ? kLoaded : kUnavailable;
+    g_python_state.store(state, std::memory_order_release);
+  }
+  return state == kLoaded;
+}
+
+}  // namespace
+
+void python_stack_after_fork_child() {
+  if (g_python_state.load(std::memory_order_relaxed) == kLoading) g_python_state.store(kUnknown);
+}
+
 bool format_python_stack(TextBuffer& out, int max_frames) {
-  static PythonApi py;
-  static bool available = py.load();
-  if (!available || !py.is_initialized() || (py.is_finalizing && py.is_finalizing())) return false;
+  if (!python_api_loaded()) return false;
+  const PythonApi& py = g_python;
+  if (!py.is_initialized() || (py.is_finalizing && py.is_finalizing())) return false;
   if (!py.get_thread_state()) return false;  // a thread Python does not know: nothing to show
 
   int gil = py.gil_ensure();

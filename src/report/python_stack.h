@@ -12,5 +12,7 @@ namespace appendguard {
 // lock that a thread holding the GIL could wait for. Returns false (and appends nothing)
 // when the process has no running Python interpreter.
 bool format_python_stack(TextBuffer& out, int max_frames);
+// In the child of fork: a loading of the Python API cut short by the fork is started again.
+void python_stack_after_fork_child();
 
 }  // namespace appendguard

@@ -178,6 +178,8 @@ void report_trace(const TraceEvent& e) {
 void reset_reporter_after_fork() {
   g_report_lock.reset_in_child();
   t_reporting = false;
+  unwinder_after_fork_child();
+  python_stack_after_fork_child();
 }
 
 void report_notice(const char* message) {

@@ -152,6 +152,13 @@ class SafetyTest(TempDirTest):
         self.assertEqual(r["socket_write"], "1")
         self.assertEqual(violations(proc.stderr), [])
 
+    def test_fork_while_another_thread_makes_the_first_report_never_hangs_the_child(self):
+        # Before: 3 of 400 grandchildren hung in libunwind's mutex or a function-local static's guard.
+        proc = run([program(SAFETY), "fork_during_first_report", self.dir, "400"], timeout=600,
+                   APPENDGUARD_LOG=self.path("log"))
+        self.assertOk(proc)
+        self.assertEqual(results(proc.stdout)["hung"], "0")
+
     def test_descriptor_received_over_a_unix_socket_is_guarded(self):
         path = self.path("r.safetensors")
         proc = run([program(SAFETY), "received_fd", path], APPENDGUARD_BACKTRACE="0")

@@ -221,6 +221,66 @@ static int case_vfork_open(const char* path) {
   return 0;
 }
 
+// A thread makes the process's first report (loading the Python API, unwinding with libunwind) while
+// the main thread forks; the grandchild then reports and opens a guarded file (which records the open's
+// stack). Every grandchild must finish: none may wait for a lock the reporting thread held at the fork.
+static const char* g_report_path;
+
+static void* refused_write(void* arg) {
+  (void)arg;
+  int fd = open(g_report_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  (void)!write(fd, "0123456789", 10);
+  (void)!pwrite(fd, "x", 1, 0);  // refused: a report
+  close(fd);
+  return NULL;
+}
+
+static int fork_while_first_report(const char* dir, int round) {
+  char mine[4096];
+  snprintf(mine, sizeof mine, "%s/t%d.safetensors", dir, round);
+  g_report_path = mine;
+  pthread_t thread;
+  pthread_create(&thread, NULL, refused_write, NULL);
+  for (volatile int spin = 0; spin < (round % 40) * 500; ++spin) {
+  }
+  pid_t grandchild = fork();
+  if (grandchild == 0) {
+    char other[4096];
+    snprintf(other, sizeof other, "%s/g%d.safetensors", dir, round);
+    int fd = open(other, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    (void)!write(fd, "0123456789", 10);
+    (void)!pwrite(fd, "y", 1, 0);
+    close(fd);
+    _exit(0);
+  }
+  // libunwind blocks signals while it holds its locks: a hung grandchild is killed after 10 s.
+  int status = 0;
+  int waited_ms = 0;
+  while (waitpid(grandchild, &status, WNOHANG) == 0) {
+    if (waited_ms++ == 10000) {
+      kill(grandchild, SIGKILL);
+      waitpid(grandchild, &status, 0);
+      break;
+    }
+    usleep(1000);
+  }
+  pthread_join(thread, NULL);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
+static int case_fork_during_first_report(const char* dir, int rounds) {
+  int hung = 0;
+  for (int i = 0; i < rounds; ++i) {
+    pid_t child = fork();
+    if (child == 0) _exit(fork_while_first_report(dir, i));
+    int status = 0;
+    waitpid(child, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++hung;
+  }
+  show("hung", hung);
+  return 0;
+}
+
 // ---------------------------------------------------------------- descriptors received over a socket
 
 static int send_fd(int sock, int fd) {
@@ -287,7 +347,7 @@ static int case_negative_offsets(const char* path) {
 int main(int argc, char** argv) {
   if (argc < 3) return 2;
   const char* c = argv[1];
-  int rounds = argc > 4 ? atoi(argv[4]) : 200;
+  int rounds = argc > 4 ? atoi(argv[4]) : argc > 3 ? atoi(argv[3]) : 200;
   if (!strcmp(c, "close_race")) return case_close_race(argv[2], argv[3], rounds);
   if (!strcmp(c, "handler_pwrite")) return case_handler_pwrite(argv[2], argv[3], rounds);
   if (!strcmp(c, "handler_open_close")) return case_handler_open_close(argv[2], argv[3], rounds);
@@ -295,6 +355,7 @@ int main(int argc, char** argv) {
   if (!strcmp(c, "fork_child_appends")) return case_fork_child_appends(argv[2]);
   if (!strcmp(c, "vfork_open")) return case_vfork_open(argv[2]);
   if (!strcmp(c, "received_fd")) return case_received_fd(argv[2]);
+  if (!strcmp(c, "fork_during_first_report")) return case_fork_during_first_report(argv[2], rounds);
   if (!strcmp(c, "negative_offsets")) return case_negative_offsets(argv[2]);
   return 2;
 }
