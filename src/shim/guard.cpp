@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 
@@ -37,17 +38,60 @@ bool resolve_full_path(int dirfd, const char* path, char* out) {
   return normalize_path(base, path, out, kMaxPath) > 0;
 }
 
+// `full_path` with the symlinks of its directory resolved (the directory must exist), as getcwd and
+// /proc/self/fd name it; relative opens are resolved this way already.
+bool physical_path_of(const char* full_path, char* out) {
+  std::string_view path(full_path);
+  size_t slash = path.rfind('/');
+  if (slash == std::string_view::npos || slash == 0) return false;
+  char directory[kMaxPath];
+  std::memcpy(directory, full_path, slash);
+  directory[slash] = '\0';
+  int fd = real_open(directory, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char physical_directory[kMaxPath];
+  bool ok = descriptor_path(fd, physical_directory, sizeof physical_directory);
+  real_close(fd);
+  if (!ok) return false;
+  return normalize_path(physical_directory, path.substr(slash + 1), out, kMaxPath) > 0;
+}
+
+// A path too long to resolve cannot be matched against the patterns: said once per process.
+void notice_unresolvable_path(int dirfd, const char* path) {
+  static std::atomic<pid_t> told{0};
+  pid_t pid = static_cast<pid_t>(syscall(SYS_getpid));
+  if (told.exchange(pid) == pid) return;
+  char message[512];
+  std::snprintf(message, sizeof message,
+                "a write open of \"%.200s...\" (%zu bytes, dirfd %d) is not guarded: its absolute path does "
+                "not fit in %zu bytes, so APPENDGUARD_PATHS patterns with '/' cannot be matched against it "
+                "(said once per process)",
+                path, std::strlen(path), dirfd, kMaxPath);
+  InternalScope internal;
+  report_notice(message);
+}
+
 // APPENDGUARD_PATHS: fills `full_path` (absolute and normalized where it can be resolved) when it matches.
+// A pattern with '/' matches the path as given (made absolute) or the same path with the symlinks of its
+// directory resolved, so that a file is guarded however it is named (absolute, relative, openat).
 bool matched_by_name(int dirfd, const char* path, char* full_path) {
   const PatternSet& patterns = g_config->paths;
   if (!patterns.could_match(path)) return false;
   if (!patterns.needs_full_path() && !patterns.matches({}, file_name_of(path))) return false;
   if (!resolve_full_path(dirfd, path, full_path)) {
-    if (patterns.needs_full_path()) return false;  // cannot tell where it is: a name-only match still counts
-    std::strncpy(full_path, path, kMaxPath - 1);
+    if (patterns.needs_full_path()) {
+      notice_unresolvable_path(dirfd, path);
+      return false;
+    }
+    std::strncpy(full_path, path, kMaxPath - 1);  // a name-only match still counts
     full_path[kMaxPath - 1] = '\0';
   }
-  return !patterns.needs_full_path() || patterns.matches(full_path, file_name_of(full_path));
+  if (!patterns.needs_full_path() || patterns.matches(full_path, file_name_of(full_path))) return true;
+  char physical[kMaxPath];
+  if (!physical_path_of(full_path, physical) || std::strcmp(physical, full_path) == 0) return false;
+  if (!patterns.matches(physical, file_name_of(physical))) return false;
+  std::memcpy(full_path, physical, std::strlen(physical) + 1);
+  return true;
 }
 
 void report_open_in_audit(const OpenRequest& request, const OpenDecision& decision, int fd, Description* d,

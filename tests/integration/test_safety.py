@@ -191,5 +191,60 @@ class SafetyTest(TempDirTest):
         self.assertEqual(results(proc.stdout)["flags"], str(os.O_RDWR))
 
 
+class PathMatchingTest(TempDirTest):
+    """A file is guarded however it is named: absolute through a symlinked directory, relative, openat."""
+
+    WRITE_AT_ZERO = ("import os, sys\n"
+                     "fd = {open}\n"
+                     "os.write(fd, b'0123456789')\n"
+                     "try:\n"
+                     "    os.pwrite(fd, b'X', 0)\n"
+                     "    print('backward=written')\n"
+                     "except OSError as e:\n"
+                     "    print('backward=%d' % e.errno)\n")
+
+    def setUp(self):
+        super().setUp()
+        os.mkdir(self.path("real"))
+        os.symlink(self.path("real"), self.path("link"))
+        self.pattern = self.path("real") + "/**/*.safetensors"
+
+    def backward_write(self, open_code, cwd=None):
+        proc = run([PYTHON, "-c", self.WRITE_AT_ZERO.format(open=open_code)], cwd=cwd, APPENDGUARD_PATHS=self.pattern,
+                   APPENDGUARD_FS="none", APPENDGUARD_BACKTRACE="0")
+        self.assertOk(proc)
+        return results(proc.stdout)["backward"]
+
+    def test_absolute_path_through_a_symlinked_directory(self):
+        code = f"os.open({self.path('link/a.safetensors')!r}, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)"
+        self.assertEqual(self.backward_write(code), "95")
+
+    def test_relative_path_from_the_symlinked_directory(self):
+        code = "os.open('b.safetensors', os.O_WRONLY | os.O_CREAT | os.O_TRUNC)"
+        self.assertEqual(self.backward_write(code, cwd=self.path("link")), "95")
+
+    def test_openat_through_the_symlinked_directory(self):
+        code = (f"os.open('c.safetensors', os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "
+                f"dir_fd=os.open({self.path('link')!r}, os.O_RDONLY))")
+        self.assertEqual(self.backward_write(code), "95")
+
+    def test_a_file_outside_the_pattern_stays_unguarded(self):
+        os.mkdir(self.path("other"))
+        code = f"os.open({self.path('other/d.safetensors')!r}, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)"
+        self.assertEqual(self.backward_write(code), "written")
+
+    def test_a_path_too_long_to_match_is_said_once(self):
+        code = ("import os\n"
+                "for i in range(20):\n"
+                "    os.mkdir('d' * 250)\n"
+                "    os.chdir('d' * 250)\n"
+                "for name in ('a.safetensors', 'b.safetensors'):\n"
+                "    os.close(os.open(name, os.O_WRONLY | os.O_CREAT))\n")
+        proc = run([PYTHON, "-c", code], cwd=self.dir, APPENDGUARD_PATHS="/**/*.safetensors", APPENDGUARD_FS="none")
+        self.assertOk(proc)
+        notices = [line for line in proc.stderr.splitlines() if "is not guarded: its absolute path" in line]
+        self.assertEqual(len(notices), 1, proc.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()
