@@ -1,6 +1,7 @@
 #include "core/file_table.h"
 
-#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <new>
@@ -11,6 +12,12 @@ __attribute__((tls_model("initial-exec"))) constinit thread_local TrackedFile* t
 
 namespace {
 
+// pthread_sigmask is in libc only since glibc 2.32 (libpthread before): the system call, with glibc's own
+// set (sigfillset leaves out the signals glibc uses internally).
+void set_signal_mask(int how, const sigset_t* set, sigset_t* old) {
+  syscall(SYS_rt_sigprocmask, how, set, old, _NSIG / 8);
+}
+
 // The registry lock with every signal blocked: a handler that opens or closes a file must not wait for
 // the registry its own thread holds.
 class RegistryGuard {
@@ -18,12 +25,12 @@ class RegistryGuard {
   explicit RegistryGuard(Lock& lock) : lock_(lock) {
     sigset_t all;
     sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old_);
+    set_signal_mask(SIG_BLOCK, &all, &old_);
     lock_.lock();
   }
   ~RegistryGuard() {
     lock_.unlock();
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+    set_signal_mask(SIG_SETMASK, &old_, nullptr);
   }
   RegistryGuard(const RegistryGuard&) = delete;
   RegistryGuard& operator=(const RegistryGuard&) = delete;
@@ -244,7 +251,7 @@ void FileTable::before_fork() {
   sigset_t all;
   sigfillset(&all);
   sigset_t old;
-  pthread_sigmask(SIG_BLOCK, &all, &old);
+  set_signal_mask(SIG_BLOCK, &all, &old);
   registry_.lock();
   mask_before_fork_ = old;
 }
@@ -262,14 +269,14 @@ void FileTable::after_fork_parent() {
   mark_offsets_shared();
   sigset_t old = mask_before_fork_;
   registry_.unlock();
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  set_signal_mask(SIG_SETMASK, &old, nullptr);
 }
 
 void FileTable::after_fork_child() {
   registry_.reset_in_child();
   for (size_t i = 0; i < live_file_count_; ++i) live_files_[i]->lock.reset_in_child();
   mark_offsets_shared();
-  pthread_sigmask(SIG_SETMASK, &mask_before_fork_, nullptr);
+  set_signal_mask(SIG_SETMASK, &mask_before_fork_, nullptr);
 }
 
 }  // namespace appendguard
