@@ -9,6 +9,7 @@ target_compile_options(late_writes PRIVATE ${APPENDGUARD_WARNINGS} -O2)
 add_executable(fork_while_reporting programs/fork_while_reporting.c)
 target_compile_options(fork_while_reporting PRIVATE ${APPENDGUARD_WARNINGS})
 target_link_libraries(fork_while_reporting PRIVATE Threads::Threads)
+set_target_properties(fork_while_reporting PROPERTIES ENABLE_EXPORTS ON)  # its gethostname
 add_executable(signal_reentry programs/signal_reentry.c)
 target_compile_options(signal_reentry PRIVATE ${APPENDGUARD_WARNINGS})
 target_link_libraries(signal_reentry PRIVATE Threads::Threads)
