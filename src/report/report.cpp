@@ -7,6 +7,7 @@
 
 #include "core/open_flags.h"
 #include "report/backtrace.h"
+#include "report/escape.h"
 #include "report/log_sink.h"
 #include "report/python_stack.h"
 
@@ -52,7 +53,9 @@ ProcessIdentity current_identity() {
 }  // namespace
 
 void format_violation(TextBuffer& out, const Violation& v, const ProcessIdentity& who) {
-  out.add("appendguard: violation: {} {} fd={}", v.operation, v.path, v.fd);
+  out.add("appendguard: violation: {} ", v.operation);
+  add_escaped_path(out, v.path);
+  out.add(" fd={}", v.fd);
   if (v.has_count) out.add(" bytes={}", v.count);
   if (v.has_offset) out.add(" offset={}", v.offset);
   out.add(" end_of_file={}: {}", v.end_of_file, outcome_text(v.outcome));
@@ -66,18 +69,23 @@ void format_violation(TextBuffer& out, const Violation& v, const ProcessIdentity
     char effective[160];
     format_open_flags(d->site.original_flags, original, sizeof original);
     format_open_flags(d->site.effective_flags, effective, sizeof effective);
-    out.add("  opened: {}(\"{}\", {})", d->site.function, d->path, original);
+    out.add("  opened: {}(", d->site.function);
+    add_escaped_path(out, d->path, true);
+    out.add(", {})", original);
     if (d->site.original_flags != d->site.effective_flags) {
       out.add(", rewritten to {}", effective);
     }
     out.add(" by pid {} tid {}\n", d->site.pid, d->site.tid);
   }
-  out.add("  process: pid {} tid {} rank {} program {}\n", who.pid, who.tid, who.rank, who.program);
+  out.add("  process: pid {} tid {} rank {} program ", who.pid, who.tid, who.rank);
+  add_escaped_path(out, who.program);
+  out.add_text("\n");
 }
 
 void format_trace(TextBuffer& out, const TraceEvent& e, const ProcessIdentity& who) {
-  out.add("appendguard: trace: pid={} tid={} {} fd={} {} {}", who.pid, who.tid, e.operation, e.fd, e.path,
-          e.detail);
+  out.add("appendguard: trace: pid={} tid={} {} fd={} ", who.pid, who.tid, e.operation, e.fd);
+  add_escaped_path(out, e.path);
+  out.add(" {}", e.detail);
   if (e.result < 0) {
     out.add(" -> -1 {}\n", errno_name(e.error));
   } else {
