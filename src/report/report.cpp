@@ -1,8 +1,10 @@
 #include "report/report.h"
 
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstring>
 
 #include "core/open_flags.h"
@@ -10,6 +12,7 @@
 #include "report/escape.h"
 #include "report/log_sink.h"
 #include "report/python_stack.h"
+#include "report/scratch.h"
 
 namespace appendguard {
 namespace {
@@ -19,6 +22,8 @@ constinit Lock g_report_lock;
 int g_backtrace_frames = 32;
 bool g_python_stack = true;
 char g_report_text[64 * 1024];
+char g_line_text[1024 + kMaxPath];  // trace lines and notices, under g_report_lock
+CapturedStack g_no_stack;           // only read, when no scratch could be mapped
 
 const char* outcome_text(Outcome outcome) {
   switch (outcome) {
@@ -48,6 +53,20 @@ ProcessIdentity current_identity() {
   who.program = program;
   who.rank = rank_from_environment();
   return who;
+}
+
+// libunwind's stepping and symbol lookup take about 8 KiB of stack (measured, docs/design.md): on a
+// sigaltstack with less left than this the native stacks are left out, rather than overflowing it.
+constexpr size_t kUnwinderStack = 12 * 1024;
+
+// The bytes left below us on the signal stack we run on, or SIZE_MAX when not on one.
+size_t signal_stack_left() {
+  stack_t ss{};
+  if (syscall(SYS_sigaltstack, nullptr, &ss) != 0 || !(ss.ss_flags & SS_ONSTACK)) return SIZE_MAX;
+  char here = 0;
+  auto sp = reinterpret_cast<uintptr_t>(&here);
+  auto base = reinterpret_cast<uintptr_t>(ss.ss_sp);
+  return sp > base ? sp - base : 0;
 }
 
 }  // namespace
@@ -97,6 +116,7 @@ void configure_reporter(const Config& config) {
   g_sink.configure(config.log_target.c_str());
   g_backtrace_frames = config.backtrace_frames;
   g_python_stack = config.python_stack;
+  init_report_scratch();
   if (g_backtrace_frames > 0) load_unwinder();
 }
 
@@ -106,18 +126,25 @@ int capture_open_site(void** frames, int max_frames) {
 }
 
 void report_violation(const Violation& v) {
-  CapturedStack stack;
-  capture_stack(stack, g_backtrace_frames, 2);
+  // The stacks are captured into per-thread scratch memory, not onto the stack (docs/design.md).
+  ScratchLease lease;
+  ReportScratch* scratch = lease.get();
+  CapturedStack& stack = scratch ? scratch->stack : g_no_stack;
+  size_t stack_left = g_backtrace_frames > 0 ? signal_stack_left() : SIZE_MAX;
+  bool unwind = scratch && stack_left >= kUnwinderStack;
+  if (unwind) capture_stack(stack, g_backtrace_frames, 2, scratch->unwind);
   // Read before taking the report lock: it may wait for the GIL, whose holder may be reporting too.
-  char python_text[8192];
-  TextBuffer python(python_text, sizeof python_text);
-  bool has_python = g_python_stack && !stack.in_signal_handler && format_python_stack(python, 32);
+  TextBuffer python(scratch ? scratch->python_text : nullptr, scratch ? sizeof scratch->python_text : 0);
+  bool has_python = scratch && g_python_stack && !stack.in_signal_handler && format_python_stack(python, 32);
 
   ProcessIdentity who = current_identity();
   LockGuard guard(g_report_lock);
   TextBuffer out(g_report_text, sizeof g_report_text);
   format_violation(out, v, who);
-  if (g_backtrace_frames > 0) {
+  if (g_backtrace_frames > 0 && !unwind) {
+    out.add("  native stack: left out ({} bytes of signal stack left, the unwinder needs {})\n", stack_left,
+            kUnwinderStack);
+  } else if (g_backtrace_frames > 0) {
     out.add_text("  native stack:\n");
     format_stack(out, stack.frames, stack.count, !stack.in_signal_handler);
   }
@@ -125,7 +152,7 @@ void report_violation(const Violation& v) {
     out.add_text("  python stack (most recent call first):\n");
     out.add_text(python.view());
   }
-  if (const Description* d = v.description; d && d->site.frame_count > 0) {
+  if (const Description* d = v.description; unwind && d && d->site.frame_count > 0) {
     out.add_text("  opened at:\n");
     format_stack(out, d->site.frames, d->site.frame_count, !stack.in_signal_handler);
   }
@@ -134,10 +161,10 @@ void report_violation(const Violation& v) {
 }
 
 void report_trace(const TraceEvent& e) {
-  char text[1024 + kMaxPath];
-  TextBuffer out(text, sizeof text);
-  format_trace(out, e, current_identity());
+  ProcessIdentity who = current_identity();
   LockGuard guard(g_report_lock);
+  TextBuffer out(g_line_text, sizeof g_line_text);
+  format_trace(out, e, who);
   g_sink.write(out.view());
 }
 
@@ -146,10 +173,9 @@ void reset_reporter_after_fork() {
 }
 
 void report_notice(const char* message) {
-  char text[1024 + kMaxPath];
-  TextBuffer out(text, sizeof text);
-  out.add("appendguard: {}\n", message);
   LockGuard guard(g_report_lock);
+  TextBuffer out(g_line_text, sizeof g_line_text);
+  out.add("appendguard: {}\n", message);
   g_sink.write(out.view());
 }
 

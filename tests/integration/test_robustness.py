@@ -86,6 +86,21 @@ class RobustnessTest(TempDirTest):
             self.assertEqual(r["handler_result"], "1")
             self.assertEqual(os.path.getsize(path), (64 << 20) + 1)
 
+    def test_a_report_fits_a_small_thread_stack_and_a_small_sigaltstack(self):
+        # A refused write reported from a thread with a 16 KiB stack, and from handlers on 16 and 8 KiB
+        # sigaltstacks (mmap'ed with a guard page: an overflow is a SIGSEGV). The report needed over 24 KiB.
+        for kind, size in (("thread", 16384), ("handler", 16384), ("handler", 8192)):
+            with self.subTest(kind=kind, size=size):
+                proc = run([program("small_stack_report"), self.path(f"{kind}{size}.safetensors"), str(size), kind])
+                self.assertOk(proc)
+                r = results(proc.stdout)
+                self.assertEqual(r["result"], "-1 errno=95")
+                self.assertEqual(len(violations(proc.stderr)), 1, proc.stderr)
+                if size == 8192:  # too little left for libunwind: the report says so
+                    self.assertIn("native stack: left out", proc.stderr)
+                else:
+                    self.assertIn("native stack:\n", proc.stderr)
+
     def faulty_libc_env(self, kind):
         # fault_libc comes after us in LD_PRELOAD: our calls to the "real" write land in it.
         return {"LD_PRELOAD": LIB + ":" + program("libfault_libc.so"), "FAULT_KIND": kind, "FAULT_EVERY": "3"}
