@@ -282,7 +282,7 @@ int report(const std::vector<std::string>& logs) {
               total == 1 ? "" : "s", groups.size(), groups.size() == 1 ? "" : "s", logs.size(),
               logs.size() == 1 ? "" : "s");
   for (const ViolationGroup& g : groups) {
-    std::printf("\n%6zu x %s %s\n         first: %s\n", g.count, g.operation.c_str(), g.path.c_str(),
+    std::printf("\n%6zu x %s %s\n         first: %s\n", g.count, g.operation.c_str(), g.shown_path.c_str(),
                 g.first_line.c_str());
     if (!g.why.empty()) std::printf("         why: %s\n", g.why.c_str());
   }

@@ -68,7 +68,8 @@ void collect_violations(std::string_view log, std::vector<ViolationGroup>& group
       }
       last_is_new = last == nullptr;
       if (!last) {
-        groups.push_back(ViolationGroup{operation, path, 0, std::string(line), ""});
+        groups.push_back(ViolationGroup{operation, path, std::string(rest.substr(space + 1, used)), 0,
+                                        std::string(line), ""});
         last = &groups.back();
       }
       ++last->count;

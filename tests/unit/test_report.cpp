@@ -121,6 +121,7 @@ TEST_CASE("a file name can neither forge report lines nor split fields, and repo
     collect_violations(report, groups);
     REQUIRE(groups.size() == 1);
     CHECK(groups[0].path == name);
+    CHECK(groups[0].shown_path.find('\n') == std::string::npos);
     CHECK(groups[0].count == 1);
     TraceEvent e;
     e.operation = "write";
