@@ -1,12 +1,14 @@
 #include "cli/binary_check.h"
 
 #include <elf.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <vector>
+
+#include "cli/input_file.h"
 
 namespace appendguard {
 namespace {
@@ -19,12 +21,13 @@ bool contains(const std::vector<char>& data, const char* needle) {
 
 BinaryCheck check_binary(const std::string& path) {
   BinaryCheck check;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    check.detail = "cannot open " + path;
+  InputFile file = read_regular_file(path);
+  if (!file.ok) {
+    check.detail = file.error;
     return check;
   }
-  std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<char> data(file.data.begin(), file.data.end());
+  file.data.clear();
   if (data.size() >= 2 && data[0] == '#' && data[1] == '!') {
     check.kind = BinaryKind::kScript;
     auto end = std::find(data.begin(), data.end(), '\n');
@@ -51,6 +54,17 @@ BinaryCheck check_binary(const std::string& path) {
   } else {
     check.kind = has_interpreter ? BinaryKind::kDynamic : BinaryKind::kStatic;
   }
+  // Secure-execution mode (AT_SECURE): the loader ignores LD_PRELOAD entries with a slash and loads the
+  // others only from the system directories, and only if they are set-uid themselves.
+  if (check.kind == BinaryKind::kDynamic) {
+    if (file.mode & S_ISUID) {
+      check.kind = BinaryKind::kSetUid;
+    } else if (file.mode & S_ISGID) {
+      check.kind = BinaryKind::kSetGid;
+    } else if (getxattr(path.c_str(), "security.capability", nullptr, 0) > 0) {
+      check.kind = BinaryKind::kCapabilities;
+    }
+  }
   return check;
 }
 
@@ -62,6 +76,15 @@ const char* describe(BinaryKind kind) {
       return "statically linked: NOT covered (LD_PRELOAD has no effect on it)";
     case BinaryKind::kGo:
       return "a Go program: NOT covered (Go makes system calls itself, not through libc)";
+    case BinaryKind::kSetUid:
+      return "dynamically linked but set-uid: NOT covered (for set-uid and set-gid programs the loader "
+             "ignores LD_PRELOAD of a library outside the system directories)";
+    case BinaryKind::kSetGid:
+      return "dynamically linked but set-gid: NOT covered (for set-uid and set-gid programs the loader "
+             "ignores LD_PRELOAD of a library outside the system directories)";
+    case BinaryKind::kCapabilities:
+      return "dynamically linked but has file capabilities: NOT covered (the loader runs it in secure "
+             "mode and ignores LD_PRELOAD of a library outside the system directories)";
     case BinaryKind::kScript:
       return "a script: what matters is its interpreter";
     case BinaryKind::kUnreadable:

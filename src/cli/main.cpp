@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cli/binary_check.h"
+#include "cli/input_file.h"
 #include "cli/launch_options.h"
 #include "cli/report_summary.h"
 #include "core/config.h"
@@ -199,6 +200,22 @@ bool interposition_works(const std::string& library, const std::string& dir) {
 
 int doctor(const std::vector<std::string>& args) {
   int problems = 0;
+  // The command is checked first: a bad argument is one line and status 2, before any other output.
+  std::string command_path;
+  BinaryCheck check;
+  if (!args.empty()) {
+    command_path = find_in_path(args[0]);
+    if (command_path.empty()) {
+      std::fprintf(stderr, "appendguard doctor: '%s' is not found in PATH\n", args[0].c_str());
+      return 2;
+    }
+    check = check_binary(command_path);
+    if (check.kind == BinaryKind::kUnreadable) {
+      std::fprintf(stderr, "appendguard doctor: cannot read '%s': %s\n", command_path.c_str(),
+                   check.detail.c_str());
+      return 2;
+    }
+  }
   std::string library = find_library();
   if (library.empty() || !is_file(library)) {
     std::printf("library:        NOT FOUND (set APPENDGUARD_LIBRARY)\n");
@@ -220,15 +237,14 @@ int doctor(const std::vector<std::string>& args) {
                                             : "FAILED (LD_PRELOAD did not take effect here)");
   if (!works) ++problems;
   if (!args.empty()) {
-    std::string path = find_in_path(args[0]);
-    BinaryCheck check =
-        path.empty() ? BinaryCheck{BinaryKind::kUnreadable, "not found in PATH"} : check_binary(path);
-    std::printf("command:        %s: %s%s%s\n", path.empty() ? args[0].c_str() : path.c_str(),
-                describe(check.kind), check.detail.empty() ? "" : ": ", check.detail.c_str());
+    std::printf("command:        %s: %s%s%s\n", command_path.c_str(), describe(check.kind),
+                check.detail.empty() ? "" : ": ", check.detail.c_str());
     if (check.kind == BinaryKind::kScript) {
       std::string interpreter = script_interpreter(check.detail);
       BinaryCheck inner = check_binary(interpreter);
-      std::printf("interpreter:    %s: %s\n", interpreter.c_str(), describe(inner.kind));
+      std::printf("interpreter:    %s: %s%s%s\n", interpreter.c_str(), describe(inner.kind),
+                  inner.kind == BinaryKind::kUnreadable ? ": " : "",
+                  inner.kind == BinaryKind::kUnreadable ? inner.detail.c_str() : "");
       if (inner.kind != BinaryKind::kDynamic) ++problems;
     } else if (check.kind != BinaryKind::kDynamic) {
       ++problems;
@@ -238,6 +254,9 @@ int doctor(const std::vector<std::string>& args) {
   return problems ? 1 : 0;
 }
 
+constexpr size_t kMaxStandardInput = size_t{1} << 30;
+constexpr size_t kMaxLine = size_t{1} << 20;
+
 int report(const std::vector<std::string>& logs) {
   if (logs.empty()) {
     std::fprintf(stderr,
@@ -246,19 +265,16 @@ int report(const std::vector<std::string>& logs) {
   }
   std::vector<ViolationGroup> groups;
   for (const std::string& name : logs) {
-    std::string text;
-    if (name == "-") {
-      text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-    } else {
-      std::ifstream in(name, std::ios::binary);
-      if (!in) {
-        std::fprintf(stderr, "appendguard report: cannot read '%s': %s\n", name.c_str(),
-                     std::strerror(errno));
-        return 2;
-      }
-      text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    // Only regular files, or standard input up to a bound: never a directory, a FIFO nobody writes to or
+    // /dev/zero.
+    InputFile in =
+        name == "-" ? read_bounded(STDIN_FILENO, kMaxStandardInput, kMaxLine) : read_regular_file(name);
+    if (!in.ok) {
+      std::fprintf(stderr, "appendguard report: cannot read '%s': %s\n",
+                   name == "-" ? "standard input" : name.c_str(), in.error.c_str());
+      return 2;
     }
-    collect_violations(text, groups);
+    collect_violations(in.data, groups);
   }
   size_t total = 0;
   for (const ViolationGroup& g : groups) total += g.count;
@@ -266,7 +282,7 @@ int report(const std::vector<std::string>& logs) {
               total == 1 ? "" : "s", groups.size(), groups.size() == 1 ? "" : "s", logs.size(),
               logs.size() == 1 ? "" : "s");
   for (const ViolationGroup& g : groups) {
-    std::printf("\n%6zu x %s %s\n         first: %s\n", g.count, g.operation.c_str(), g.path.c_str(),
+    std::printf("\n%6zu x %s %s\n         first: %s\n", g.count, g.operation.c_str(), g.shown_path.c_str(),
                 g.first_line.c_str());
     if (!g.why.empty()) std::printf("         why: %s\n", g.why.c_str());
   }

@@ -6,6 +6,42 @@ namespace {
 constexpr std::string_view kPrefix = "appendguard: violation: ";
 constexpr std::string_view kWhy = "  why: ";
 
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Reads the escaped path at the start of `text` (src/report/escape.h): quoted up to the closing quote, or
+// up to the first space. Returns the characters consumed, or 0 if malformed.
+size_t read_escaped_path(std::string_view text, std::string& path) {
+  path.clear();
+  bool quoted = !text.empty() && text[0] == '"';
+  size_t i = quoted ? 1 : 0;
+  while (i < text.size()) {
+    char c = text[i];
+    if (quoted && c == '"') return i + 1;
+    if (!quoted && c == ' ') return i;
+    if (c != '\\') {
+      path += c;
+      ++i;
+      continue;
+    }
+    if (i + 1 >= text.size()) return 0;
+    char e = text[i + 1];
+    if (e == 'x') {
+      if (i + 3 >= text.size() || hex_value(text[i + 2]) < 0 || hex_value(text[i + 3]) < 0) return 0;
+      path += static_cast<char>(hex_value(text[i + 2]) * 16 + hex_value(text[i + 3]));
+      i += 4;
+      continue;
+    }
+    path += e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e;
+    i += 2;
+  }
+  return quoted ? 0 : i;
+}
+
 }  // namespace
 
 void collect_violations(std::string_view log, std::vector<ViolationGroup>& groups) {
@@ -19,20 +55,21 @@ void collect_violations(std::string_view log, std::vector<ViolationGroup>& group
     if (line.substr(0, kPrefix.size()) == kPrefix) {
       std::string_view rest = line.substr(kPrefix.size());
       size_t space = rest.find(' ');
-      size_t fd = rest.find(" fd=");
-      if (space == std::string_view::npos || fd == std::string_view::npos || fd < space) {
+      std::string path;
+      size_t used = space == std::string_view::npos ? 0 : read_escaped_path(rest.substr(space + 1), path);
+      if (used == 0 || rest.substr(space + 1 + used, 4) != " fd=") {
         last = nullptr;
         continue;
       }
       std::string operation(rest.substr(0, space));
-      std::string path(rest.substr(space + 1, fd - space - 1));
       last = nullptr;
       for (ViolationGroup& g : groups) {
         if (g.operation == operation && g.path == path) last = &g;
       }
       last_is_new = last == nullptr;
       if (!last) {
-        groups.push_back(ViolationGroup{operation, path, 0, std::string(line), ""});
+        groups.push_back(ViolationGroup{operation, path, std::string(rest.substr(space + 1, used)), 0,
+                                        std::string(line), ""});
         last = &groups.back();
       }
       ++last->count;

@@ -9,7 +9,8 @@ namespace appendguard {
 
 struct ViolationGroup {
   std::string operation;
-  std::string path;
+  std::string path;        // the real path
+  std::string shown_path;  // as the report wrote it (escaped: safe to print)
   size_t count = 0;
   std::string first_line;  // the first report's first line
   std::string why;         // its "why:" line

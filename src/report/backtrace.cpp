@@ -9,6 +9,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <new>
+
+#include "report/scratch.h"
 
 namespace appendguard {
 namespace {
@@ -81,15 +84,23 @@ bool in_this_library(unw_word_t ip) {
 
 }  // namespace
 
-void capture_stack(CapturedStack& stack, int max_frames, int skip) {
+struct UnwindState {
+  unw_context_t context;
+  unw_cursor_t cursor;
+};
+static_assert(sizeof(UnwindState) <= kUnwindSpace && alignof(UnwindState) <= 64);
+static_assert(sizeof(ReportScratch::unwind) == kUnwindSpace);
+
+void capture_stack(CapturedStack& stack, int max_frames, int skip, unsigned char* unwind_space) {
   stack.count = 0;
   stack.in_signal_handler = false;
   if (!g_loaded.load(std::memory_order_acquire) || max_frames <= 0) return;
   if (g_unwinding_disabled.load(std::memory_order_relaxed)) return;
   UnwindingScope unwinding;
   if (max_frames > CapturedStack::kMaxFrames) max_frames = CapturedStack::kMaxFrames;
-  unw_context_t context;
-  unw_cursor_t cursor;
+  auto* state = new (unwind_space) UnwindState;
+  unw_context_t& context = state->context;
+  unw_cursor_t& cursor = state->cursor;
   if (g_unwinder.getcontext(&context) != 0 || g_unwinder.init_local(&cursor, &context) != 0) return;
   int depth = 0;
   do {
@@ -107,10 +118,12 @@ void capture_stack(CapturedStack& stack, int max_frames, int skip) {
 }
 
 int capture_addresses(void** frames, int max_frames, int skip) {
-  CapturedStack stack;
-  capture_stack(stack, max_frames, skip + 1);
-  for (int i = 0; i < stack.count; ++i) frames[i] = stack.frames[i];
-  return stack.count;
+  ScratchLease lease;
+  ReportScratch* scratch = lease.get();
+  if (!scratch) return 0;
+  capture_stack(scratch->stack, max_frames, skip + 1, scratch->unwind);
+  for (int i = 0; i < scratch->stack.count; ++i) frames[i] = scratch->stack.frames[i];
+  return scratch->stack.count;
 }
 
 void unwinder_after_fork_child() {

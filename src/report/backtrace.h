@@ -20,9 +20,13 @@ struct CapturedStack {
   bool in_signal_handler = false;  // a signal frame was seen: do not allocate (no demangling)
 };
 
+// Room for libunwind's context and cursor, kept off the stack (report/scratch.h).
+constexpr size_t kUnwindSpace = 4096;
+
 // Captures up to `max_frames` return addresses of the caller, skipping `skip` innermost frames and then
-// every frame inside this library, so that the first frame shown is the program's call.
-void capture_stack(CapturedStack& stack, int max_frames, int skip);
+// every frame inside this library, so that the first frame shown is the program's call. `unwind_space`
+// (kUnwindSpace bytes, 64-aligned) holds libunwind's state.
+void capture_stack(CapturedStack& stack, int max_frames, int skip, unsigned char* unwind_space);
 
 // Captures addresses only (for the site of an open, symbolized later if a report needs it).
 int capture_addresses(void** frames, int max_frames, int skip);

@@ -3,6 +3,7 @@
 #include "core/config.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -24,16 +25,53 @@ bool raw_fstat(int fd, struct stat& st) {
   return syscall(SYS_fstat, fd, &st) == 0;
 }
 
-void write_fully(int fd, std::string_view text) {
+// The kernel's signal set (8 bytes on Linux), for the raw system calls: no libc wrapper, so a report in a
+// signal handler or a hook never re-enters anything.
+constexpr size_t kKernelSigsetSize = 8;
+
+bool sigpipe_pending() {
+  sigset_t pending;
+  sigemptyset(&pending);
+  if (syscall(SYS_rt_sigpending, &pending, kKernelSigsetSize) != 0) return false;
+  return sigismember(&pending, SIGPIPE) == 1;
+}
+
+// Writes all of `text`, retrying short writes and EINTR. Returns 0, or the errno that stopped it. A log
+// whose reader is gone must not kill the host: SIGPIPE is blocked in this thread around the write, and the
+// SIGPIPE this write raised is consumed, unless one was already pending for the program (then it stays).
+int write_fully(int fd, std::string_view text) {
+  sigset_t pipe_only;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  sigset_t previous;
+  sigemptyset(&previous);
+  syscall(SYS_rt_sigprocmask, SIG_BLOCK, &pipe_only, &previous, kKernelSigsetSize);
+  bool was_pending = sigpipe_pending();
   const char* data = text.data();
   size_t left = text.size();
+  int error = 0;
   while (left > 0) {
     long n = raw_write(fd, data, left);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
+    if (n <= 0) {
+      error = n < 0 ? errno : EIO;
+      break;
+    }
     data += n;
     left -= static_cast<size_t>(n);
   }
+  if (error == EPIPE && !was_pending) {
+    struct timespec zero = {0, 0};
+    int saved = errno;
+    syscall(SYS_rt_sigtimedwait, &pipe_only, nullptr, &zero, kKernelSigsetSize);
+    errno = saved;
+  }
+  syscall(SYS_rt_sigprocmask, SIG_SETMASK, &previous, nullptr, kKernelSigsetSize);
+  return error;
+}
+
+void write_notice(std::string_view text) {
+  write_fully(STDERR_FILENO, text);
 }
 
 }  // namespace
@@ -96,19 +134,26 @@ int LogSink::descriptor_for_this_process() {
   if (fd_ >= 0 && opened_by_ != pid) fd_ = -1;
   char host[256] = "unknown";
   gethostname(host, sizeof host - 1);
-  char path[4096];
-  if (!expand_log_path(target_, pid, host, rank_from_environment(), path, sizeof path)) return -1;
-  int fd = static_cast<int>(
-      syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
+  char* path = path_;
+  if (!expand_log_path(target_, pid, host, rank_from_environment(), path, sizeof path_)) {
+    if (warned_about_ != pid) {
+      warned_about_ = pid;
+      format_notice(
+          "appendguard: cannot open APPENDGUARD_LOG file '{}': its expanded path is longer than {} "
+          "bytes: reports go to stderr\n",
+          target_, sizeof path_ - 1);
+    }
+    return -1;
+  }
+  // Non-blocking: a FIFO without a reader fails the open (ENXIO) instead of blocking the host, and a full
+  // pipe fails the write (EAGAIN).
+  int fd = static_cast<int>(syscall(
+      SYS_openat, AT_FDCWD, path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644));
   if (fd < 0) {
     if (warned_about_ != pid) {
       warned_about_ = pid;
-      char line[4096 + 160];
-      auto n =
-          fmt::format_to_n(line, sizeof line,
-                           "appendguard: cannot open APPENDGUARD_LOG file '{}' ({}): reports go to stderr\n",
-                           path, errno_name(errno));
-      write_fully(STDERR_FILENO, {line, n.size < sizeof line ? n.size : sizeof line});
+      format_notice("appendguard: cannot open APPENDGUARD_LOG file '{}' ({}): reports go to stderr\n", path,
+                    errno_name(errno));
     }
     return -1;
   }
@@ -124,6 +169,12 @@ int LogSink::descriptor_for_this_process() {
   return fd_;
 }
 
+template <typename... Args>
+void LogSink::format_notice(fmt::format_string<Args...> format, Args&&... args) {
+  auto n = fmt::format_to_n(notice_, sizeof notice_, format, std::forward<Args>(args)...);
+  write_notice({notice_, n.size < sizeof notice_ ? n.size : sizeof notice_});
+}
+
 void LogSink::write(std::string_view text) {
   if (std::strcmp(target_, "stderr") == 0) {
     write_fully(STDERR_FILENO, text);
@@ -131,7 +182,23 @@ void LogSink::write(std::string_view text) {
   }
   int fd = descriptor_for_this_process();
   // A log that cannot be opened must not swallow the report.
-  write_fully(fd >= 0 ? fd : STDERR_FILENO, text);
+  if (fd < 0) {
+    write_fully(STDERR_FILENO, text);
+    return;
+  }
+  int error = write_fully(fd, text);
+  if (error == 0) return;
+  // EAGAIN (a full pipe), EPIPE (its reader is gone), ENOSPC (/dev/full, a full disk): the report goes to
+  // stderr, after one notice per process.
+  pid_t pid = opened_by_;
+  if (write_warned_about_ != pid) {
+    write_warned_about_ = pid;
+    format_notice(
+        "appendguard: cannot write to APPENDGUARD_LOG file '{}' ({}): this and later reports that "
+        "cannot be written there go to stderr\n",
+        path_, errno_name(error));
+  }
+  write_fully(STDERR_FILENO, text);
 }
 
 }  // namespace appendguard

@@ -4,6 +4,8 @@
 
 #include <sys/types.h>
 
+#include <fmt/format.h>
+
 #include <cstddef>
 #include <string_view>
 
@@ -22,19 +24,26 @@ class LogSink {
   // `target` is "stderr" or a path template; it must stay alive for the life of the process.
   void configure(const char* target) { target_ = target; }
   // Writes all of `text`, retrying short writes and EINTR. The file is opened on first use, append-only,
-  // close-on-exec and never through a symlink, and again in a forked child (%p) or if the program closed
-  // or replaced our descriptor.
+  // close-on-exec, non-blocking and never through a symlink, and again in a forked child (%p) or if the
+  // program closed or replaced our descriptor. It never blocks the host (a FIFO without a reader, a full
+  // pipe) nor kills it (SIGPIPE); what cannot be written goes to stderr after one notice. Call it under
+  // the reporter's lock (the path and notice buffers are members, not on the stack).
   void write(std::string_view text);
 
  private:
   int descriptor_for_this_process();
+  template <typename... Args>
+  void format_notice(fmt::format_string<Args...> format, Args&&... args);
 
   const char* target_ = "stderr";
   int fd_ = -1;
   pid_t opened_by_ = 0;
   dev_t device_ = 0;
   ino_t inode_ = 0;
-  pid_t warned_about_ = 0;  // the process that was told its log cannot be opened
+  pid_t warned_about_ = 0;        // the process that was told its log cannot be opened
+  pid_t write_warned_about_ = 0;  // the process that was told its log cannot be written
+  char path_[4096] = {};          // the expanded path of the open log
+  char notice_[4096 + 256] = {};
 };
 
 }  // namespace appendguard

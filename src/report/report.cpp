@@ -1,14 +1,18 @@
 #include "report/report.h"
 
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstring>
 
 #include "core/open_flags.h"
 #include "report/backtrace.h"
+#include "report/escape.h"
 #include "report/log_sink.h"
 #include "report/python_stack.h"
+#include "report/scratch.h"
 
 namespace appendguard {
 namespace {
@@ -53,6 +57,12 @@ void write_reentered_line(std::string_view first_line) {
   syscall(SYS_write, STDERR_FILENO, kSuffix, sizeof kSuffix - 1);
 }
 
+// Out of line, so that its buffer is not in report_violation's frame (the report's stack budget).
+__attribute__((noinline)) void report_violation_briefly(const Violation& v, const ProcessIdentity& who);
+
+char g_line_text[1024 + kMaxPath];  // trace lines and notices, under g_report_lock
+CapturedStack g_no_stack;           // only read, when no scratch could be mapped
+
 const char* outcome_text(Outcome outcome) {
   switch (outcome) {
     case Outcome::kRefused:
@@ -83,10 +93,26 @@ ProcessIdentity current_identity() {
   return who;
 }
 
+// libunwind's stepping and symbol lookup take about 8 KiB of stack (measured, docs/design.md): on a
+// sigaltstack with less left than this the native stacks are left out, rather than overflowing it.
+constexpr size_t kUnwinderStack = 12 * 1024;
+
+// The bytes left below us on the signal stack we run on, or SIZE_MAX when not on one.
+size_t signal_stack_left() {
+  stack_t ss{};
+  if (syscall(SYS_sigaltstack, nullptr, &ss) != 0 || !(ss.ss_flags & SS_ONSTACK)) return SIZE_MAX;
+  char here = 0;
+  auto sp = reinterpret_cast<uintptr_t>(&here);
+  auto base = reinterpret_cast<uintptr_t>(ss.ss_sp);
+  return sp > base ? sp - base : 0;
+}
+
 }  // namespace
 
 void format_violation(TextBuffer& out, const Violation& v, const ProcessIdentity& who) {
-  out.add("appendguard: violation: {} {} fd={}", v.operation, v.path, v.fd);
+  out.add("appendguard: violation: {} ", v.operation);
+  add_escaped_path(out, v.path);
+  out.add(" fd={}", v.fd);
   if (v.has_count) out.add(" bytes={}", v.count);
   if (v.has_offset) out.add(" offset={}", v.offset);
   out.add(" end_of_file={}: {}", v.end_of_file, outcome_text(v.outcome));
@@ -100,18 +126,23 @@ void format_violation(TextBuffer& out, const Violation& v, const ProcessIdentity
     char effective[160];
     format_open_flags(d->site.original_flags, original, sizeof original);
     format_open_flags(d->site.effective_flags, effective, sizeof effective);
-    out.add("  opened: {}(\"{}\", {})", d->site.function, d->path, original);
+    out.add("  opened: {}(", d->site.function);
+    add_escaped_path(out, d->path, true);
+    out.add(", {})", original);
     if (d->site.original_flags != d->site.effective_flags) {
       out.add(", rewritten to {}", effective);
     }
     out.add(" by pid {} tid {}\n", d->site.pid, d->site.tid);
   }
-  out.add("  process: pid {} tid {} rank {} program {}\n", who.pid, who.tid, who.rank, who.program);
+  out.add("  process: pid {} tid {} rank {} program ", who.pid, who.tid, who.rank);
+  add_escaped_path(out, who.program);
+  out.add_text("\n");
 }
 
 void format_trace(TextBuffer& out, const TraceEvent& e, const ProcessIdentity& who) {
-  out.add("appendguard: trace: pid={} tid={} {} fd={} {} {}", who.pid, who.tid, e.operation, e.fd, e.path,
-          e.detail);
+  out.add("appendguard: trace: pid={} tid={} {} fd={} ", who.pid, who.tid, e.operation, e.fd);
+  add_escaped_path(out, e.path);
+  out.add(" {}", e.detail);
   if (e.result < 0) {
     out.add(" -> -1 {}\n", errno_name(e.error));
   } else {
@@ -123,6 +154,7 @@ void configure_reporter(const Config& config) {
   g_sink.configure(config.log_target.c_str());
   g_backtrace_frames = config.backtrace_frames;
   g_python_stack = config.python_stack;
+  init_report_scratch();
   if (g_backtrace_frames > 0) load_unwinder();
 }
 
@@ -132,25 +164,26 @@ int capture_open_site(void** frames, int max_frames) {
 }
 
 void report_violation(const Violation& v) {
-  CapturedStack stack;
-  capture_stack(stack, g_backtrace_frames, 2);
+  // The stacks are captured into per-thread scratch memory, not onto the stack (docs/design.md).
+  ScratchLease lease;
+  ReportScratch* scratch = lease.get();
+  CapturedStack& stack = scratch ? scratch->stack : g_no_stack;
+  size_t stack_left = g_backtrace_frames > 0 ? signal_stack_left() : SIZE_MAX;
+  bool unwind = scratch && stack_left >= kUnwinderStack;
+  if (unwind) capture_stack(stack, g_backtrace_frames, 2, scratch->unwind);
   // Read before taking the report lock: it may wait for the GIL, whose holder may be reporting too.
-  char python_text[8192];
-  TextBuffer python(python_text, sizeof python_text);
-  bool has_python = g_python_stack && !stack.in_signal_handler && format_python_stack(python, 32);
+  TextBuffer python(scratch ? scratch->python_text : nullptr, scratch ? sizeof scratch->python_text : 0);
+  bool has_python = scratch && g_python_stack && !stack.in_signal_handler && format_python_stack(python, 32);
 
   ProcessIdentity who = current_identity();
   ReportLock guard;
-  if (guard.reentered()) {
-    char line[512 + kMaxPath];
-    TextBuffer brief(line, sizeof line);
-    format_violation(brief, v, who);
-    write_reentered_line(brief.view());
-    return;
-  }
+  if (guard.reentered()) return report_violation_briefly(v, who);
   TextBuffer out(g_report_text, sizeof g_report_text);
   format_violation(out, v, who);
-  if (g_backtrace_frames > 0) {
+  if (g_backtrace_frames > 0 && !unwind) {
+    out.add("  native stack: left out ({} bytes of signal stack left, the unwinder needs {})\n", stack_left,
+            kUnwinderStack);
+  } else if (g_backtrace_frames > 0) {
     out.add_text("  native stack:\n");
     format_stack(out, stack.frames, stack.count, !stack.in_signal_handler);
   }
@@ -158,7 +191,7 @@ void report_violation(const Violation& v) {
     out.add_text("  python stack (most recent call first):\n");
     out.add_text(python.view());
   }
-  if (const Description* d = v.description; d && d->site.frame_count > 0) {
+  if (const Description* d = v.description; unwind && d && d->site.frame_count > 0) {
     out.add_text("  opened at:\n");
     format_stack(out, d->site.frames, d->site.frame_count, !stack.in_signal_handler);
   }
@@ -166,12 +199,23 @@ void report_violation(const Violation& v) {
   g_sink.write(out.view());
 }
 
+namespace {
+
+void report_violation_briefly(const Violation& v, const ProcessIdentity& who) {
+  char line[1024];  // the first line, cut if need be
+  TextBuffer brief(line, sizeof line);
+  format_violation(brief, v, who);
+  write_reentered_line(brief.view());
+}
+
+}  // namespace
+
 void report_trace(const TraceEvent& e) {
-  char text[1024 + kMaxPath];
-  TextBuffer out(text, sizeof text);
-  format_trace(out, e, current_identity());
+  ProcessIdentity who = current_identity();
   ReportLock guard;
   if (guard.reentered()) return;  // a trace line from a handler that interrupted a report: dropped
+  TextBuffer out(g_line_text, sizeof g_line_text);
+  format_trace(out, e, who);
   g_sink.write(out.view());
 }
 
@@ -183,11 +227,15 @@ void reset_reporter_after_fork() {
 }
 
 void report_notice(const char* message) {
-  char text[1024 + kMaxPath];
-  TextBuffer out(text, sizeof text);
-  out.add("appendguard: {}\n", message);
   ReportLock guard;
-  if (guard.reentered()) return write_reentered_line(out.view());
+  if (guard.reentered()) {  // g_line_text is the interrupted report's
+    char line[512];
+    TextBuffer brief(line, sizeof line);
+    brief.add("appendguard: {}\n", message);
+    return write_reentered_line(brief.view());
+  }
+  TextBuffer out(g_line_text, sizeof g_line_text);
+  out.add("appendguard: {}\n", message);
   g_sink.write(out.view());
 }
 

@@ -109,6 +109,51 @@ class LauncherTest(TempDirTest):
         self.assertEqual(proc.returncode, 1)
         self.assertIn("interposition:  FAILED", proc.stdout)
 
+    def assertOneLineStatus2(self, proc):
+        self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+        self.assertEqual(len(proc.stderr.splitlines()), 1, proc.stderr)
+        self.assertNotIn("terminate called", proc.stderr)
+
+    def test_report_and_doctor_refuse_what_is_not_a_regular_file(self):
+        # A directory aborted them on an uncaught exception; /dev/zero was read forever; a FIFO hung doctor
+        # (timeout=60 in launch() turns a hang into an error).
+        fifo = self.path("cmd.fifo")
+        os.mkfifo(fifo)
+        for args in (["doctor", self.dir], ["report", self.dir], ["report", "/dev/zero"], ["doctor", fifo],
+                     ["report", fifo], ["doctor", "/dev/zero"], ["doctor", self.path("missing")]):
+            with self.subTest(args=args):
+                proc = launch(*args)
+                self.assertOneLineStatus2(proc)
+                self.assertIn(args[1], proc.stderr)
+        with open("/dev/zero", "rb") as zero:
+            proc = subprocess.run([LAUNCHER, "report", "-"], stdin=zero, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, timeout=60)
+        self.assertOneLineStatus2(proc)
+
+    def test_report_reads_standard_input_from_a_pipe(self):
+        line = ("appendguard: violation: write /c/x.safetensors fd=3 bytes=1 offset=0 end_of_file=5: refused "
+                "(EOPNOTSUPP)\n")
+        proc = subprocess.run([LAUNCHER, "report", "-"], input=line * 3, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        self.assertIn("     3 x write /c/x.safetensors", proc.stdout)
+
+    def test_doctor_says_set_id_programs_are_not_covered(self):
+        # The loader ignores LD_PRELOAD of a library outside the system directories for set-uid and set-gid
+        # programs (secure-execution mode); "covered ... all good" was wrong.
+        for bit, word in ((0o4000, "set-uid"), (0o2000, "set-gid")):
+            with self.subTest(word=word):
+                copy = self.path(f"probe-{word}")
+                with open(program("probe"), "rb") as src, open(copy, "wb") as dst:
+                    dst.write(src.read())
+                os.chmod(copy, 0o755 | bit)
+                if not os.stat(copy).st_mode & bit:
+                    self.fail(f"could not set the {word} bit on {copy}")
+                proc = launch("doctor", copy)
+                self.assertEqual(proc.returncode, 1, proc.stdout)
+                self.assertIn(f"{word}: NOT covered", proc.stdout)
+                self.assertNotIn("all good", proc.stdout)
+
     def test_launcher_is_static(self):
         # No GLIBC_ symbol versions to require from the glibc it runs on (packaging.glibc_floor).
         out = subprocess.run(["readelf", "-l", LAUNCHER], capture_output=True, text=True, check=True).stdout

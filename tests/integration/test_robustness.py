@@ -55,24 +55,18 @@ class RobustnessTest(TempDirTest):
         self.assertEqual(read_bytes(path), b"x" * 10 + b"z")
 
     def test_fork_while_another_thread_reports(self):
-        fifo = self.path("log.fifo")
-        os.mkfifo(fifo)
-        proc = subprocess.Popen([program("fork_while_reporting"), self.path("a.safetensors"), self.path("b.safetensors")],
-                                env=child_env(APPENDGUARD_LOG=fifo, APPENDGUARD_BACKTRACE="0"),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(1.0)  # the parent's thread is blocked opening the FIFO, inside its report; fork happened
-        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # lets every report's open through
+        log = self.path("reports.log")
         try:
-            out, err = proc.communicate(timeout=20)  # two short reports fit in the FIFO's buffer
+            proc = run([program("fork_while_reporting"), self.path("a.safetensors"), self.path("b.safetensors")],
+                       timeout=20, APPENDGUARD_LOG=log, APPENDGUARD_BACKTRACE="0")
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
             self.fail("the child's report waited for a lock held by a thread of its parent")
-        finally:
-            text = os.read(reader, 1 << 16).decode()
-            os.close(reader)
-        self.assertEqual(proc.returncode, 0, err)
-        self.assertEqual(results(out)["child_exit"], "0")
+        self.assertOk(proc)
+        r = results(proc.stdout)
+        self.assertEqual(r["child_exit"], "0")
+        self.assertGreaterEqual(int(r["gethostname_calls"]), 1)  # the thread really was held in its report
+        with open(log) as f:
+            text = f.read()
         self.assertEqual(len(violations(text)), 2, text)
 
     def test_signal_handler_writing_the_file_its_thread_is_writing(self):
@@ -91,6 +85,21 @@ class RobustnessTest(TempDirTest):
         else:  # the signal came between two writes: an ordinary append
             self.assertEqual(r["handler_result"], "1")
             self.assertEqual(os.path.getsize(path), (64 << 20) + 1)
+
+    def test_a_report_fits_a_small_thread_stack_and_a_small_sigaltstack(self):
+        # A refused write reported from a thread with a 16 KiB stack, and from handlers on 16 and 8 KiB
+        # sigaltstacks (mmap'ed with a guard page: an overflow is a SIGSEGV). The report needed over 24 KiB.
+        for kind, size in (("thread", 16384), ("handler", 16384), ("handler", 8192)):
+            with self.subTest(kind=kind, size=size):
+                proc = run([program("small_stack_report"), self.path(f"{kind}{size}.safetensors"), str(size), kind])
+                self.assertOk(proc)
+                r = results(proc.stdout)
+                self.assertEqual(r["result"], "-1 errno=95")
+                self.assertEqual(len(violations(proc.stderr)), 1, proc.stderr)
+                if size == 8192:  # too little left for libunwind: the report says so
+                    self.assertIn("native stack: left out", proc.stderr)
+                else:
+                    self.assertIn("native stack:\n", proc.stderr)
 
     def faulty_libc_env(self, kind):
         # fault_libc comes after us in LD_PRELOAD: our calls to the "real" write land in it.

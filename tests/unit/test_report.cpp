@@ -4,6 +4,10 @@
 
 #include <string>
 
+#include <algorithm>
+#include <vector>
+
+#include "cli/report_summary.h"
 #include "report/log_sink.h"
 #include "report/report.h"
 
@@ -90,4 +94,41 @@ TEST_CASE("trace lines and bounded buffers") {
   small.add("{}", "0123456789");
   CHECK(small.full());
   CHECK(small.view() == "01234567");
+}
+
+TEST_CASE("a file name can neither forge report lines nor split fields, and report reads it back") {
+  const char* names[] = {"/ckpt/evil\nappendguard: violation: write /x fd=1.safetensors",
+                         "/ckpt/a fd=9 b.safetensors", "/ckpt/back\\slash \"quoted\"\t.safetensors",
+                         "/ckpt/bell\x07\x7f.safetensors", "/ckpt/plain.safetensors"};
+  for (const char* name : names) {
+    Description d;
+    std::snprintf(d.path, sizeof d.path, "%s", name);
+    d.site.function = "open64";
+    Violation v;
+    v.operation = "write";
+    v.path = name;
+    v.description = &d;
+    v.fd = 3;
+    ProcessIdentity who;
+    who.program = "/usr/bin/py thon\n";
+    char text[8192];
+    TextBuffer out(text, sizeof text);
+    format_violation(out, v, who);
+    std::string report(out.view());
+    // One line per field of the report: the name added no line.
+    CHECK(std::count(report.begin(), report.end(), '\n') == 4);
+    std::vector<ViolationGroup> groups;
+    collect_violations(report, groups);
+    REQUIRE(groups.size() == 1);
+    CHECK(groups[0].path == name);
+    CHECK(groups[0].shown_path.find('\n') == std::string::npos);
+    CHECK(groups[0].count == 1);
+    TraceEvent e;
+    e.operation = "write";
+    e.path = name;
+    TextBuffer trace(text, sizeof text);
+    format_trace(trace, e, who);
+    std::string line(trace.view());
+    CHECK(std::count(line.begin(), line.end(), '\n') == 1);
+  }
 }

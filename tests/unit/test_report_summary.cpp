@@ -7,14 +7,14 @@ using namespace appendguard;
 TEST_CASE("violations are grouped by operation and file, in order of first appearance") {
   const char* log =
       "unrelated output\n"
-      "appendguard: violation: write /ckpt/a b.safetensors fd=3 bytes=5 offset=0 end_of_file=9: refused "
+      "appendguard: violation: write \"/ckpt/a b.safetensors\" fd=3 bytes=5 offset=0 end_of_file=9: refused "
       "(EOPNOTSUPP)\n"
       "  why: the position is not the end of file\n"
       "  native stack:\n"
       "appendguard: violation: ftruncate /ckpt/c.safetensors fd=4 offset=0 end_of_file=9: refused "
       "(EOPNOTSUPP)\n"
       "  why: changes the size\n"
-      "appendguard: violation: write /ckpt/a b.safetensors fd=5 bytes=1 offset=1 end_of_file=9: refused "
+      "appendguard: violation: write \"/ckpt/a b.safetensors\" fd=5 bytes=1 offset=1 end_of_file=9: refused "
       "(EOPNOTSUPP)\n"
       "  why: a different why that must not replace the first\n"
       "appendguard: violation: malformed line without descriptor\n";

@@ -1,0 +1,61 @@
+#include "report/scratch.h"
+
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace appendguard {
+namespace {
+
+__attribute__((tls_model("initial-exec"))) constinit thread_local ReportScratch* t_scratch = nullptr;
+__attribute__((tls_model("initial-exec"))) constinit thread_local bool t_scratch_busy = false;
+pthread_key_t g_key;
+bool g_key_made = false;
+
+ReportScratch* map_scratch() {
+  void* p = reinterpret_cast<void*>(syscall(SYS_mmap, nullptr, sizeof(ReportScratch), PROT_READ | PROT_WRITE,
+                                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  if (p == MAP_FAILED) return nullptr;
+  return new (p) ReportScratch;
+}
+
+void unmap_scratch(void* p) {
+  if (p) syscall(SYS_munmap, p, sizeof(ReportScratch));
+}
+
+// At thread exit: a report from a later destructor on this thread maps a new one.
+void thread_exits(void* p) {
+  if (p == t_scratch) t_scratch = nullptr;
+  unmap_scratch(p);
+}
+
+}  // namespace
+
+void init_report_scratch() {
+  if (!g_key_made) g_key_made = pthread_key_create(&g_key, thread_exits) == 0;
+}
+
+ScratchLease::ScratchLease() {
+  if (t_scratch_busy) {
+    scratch_ = map_scratch();
+    owned_ = true;
+    return;
+  }
+  if (!t_scratch) {
+    t_scratch = map_scratch();
+    if (t_scratch && g_key_made) pthread_setspecific(g_key, t_scratch);
+  }
+  scratch_ = t_scratch;
+  t_scratch_busy = scratch_ != nullptr;
+}
+
+ScratchLease::~ScratchLease() {
+  if (owned_) {
+    unmap_scratch(scratch_);
+  } else if (scratch_) {
+    t_scratch_busy = false;
+  }
+}
+
+}  // namespace appendguard
