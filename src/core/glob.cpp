@@ -52,28 +52,41 @@ Element element_at(std::string_view p, size_t i, size_t& length) {
   return Element::literal;
 }
 
-// Marks the pattern positions reachable from the active ones without consuming text: a star (one or two)
-// matches the empty string, and "**/" also matches zero directories. Epsilon moves only go forward, so
-// one pass in increasing order is a closure.
+// Each pattern position holds two states: kAt (about to match the element starting there) and, for a
+// "**/" element only, kInside (its "**" has consumed at least one character, so a '/' must follow; the
+// zero-directory skip past "**/" is taken only from kAt).
+constexpr unsigned char kAt = 1;
+constexpr unsigned char kInside = 2;
+
+bool starts_zero_directory_element(std::string_view p, size_t i) {
+  return i + 2 < p.size() && p[i] == '*' && p[i + 1] == '*' && p[i + 2] == '/';
+}
+
+// Adds the states reachable from the active ones without consuming text: a star (one or two) matches the
+// empty string, "**/" also matches zero directories, and a "**" that consumed something reaches its '/'.
+// These moves only go forward, so one pass in increasing order is a closure.
 void close_over_empty(std::string_view p, unsigned char* active, size_t& steps) {
   for (size_t i = 0; i < p.size(); ++i) {
     if (!active[i]) continue;
     ++steps;
     size_t length = 0;
     Element e = element_at(p, i, length);
-    if (e == Element::star || e == Element::star_star) active[i + length] = 1;
-    if (e == Element::star_star && i + 2 < p.size() && p[i + 2] == '/') active[i + 3] = 1;
+    bool zero_directory = e == Element::star_star && starts_zero_directory_element(p, i);
+    if (active[i] & kInside) active[i + 2] |= kAt;  // on to the '/'
+    if (!(active[i] & kAt)) continue;
+    if (e == Element::star || e == Element::star_star) active[i + length] |= kAt;
+    if (zero_directory) active[i + 3] |= kAt;
   }
 }
 
-// Simulates the pattern as a nondeterministic automaton whose states are pattern positions: one pass
-// over the text, each character moving every active position at most once. Time O(|p| * |t|) (bracket
-// parsing adds its length), no backtracking, whatever the stars; `steps` counts position visits.
+// Simulates the pattern as a nondeterministic automaton over pattern positions: one pass over the text,
+// each character moving every active state at most once. Time O(|p| * |t|) (bracket parsing adds its
+// length), no backtracking, whatever the stars; `steps` counts position visits.
 bool match_positions(std::string_view p, std::string_view t, unsigned char* active, unsigned char* next,
                      size_t& steps) {
   const size_t n = p.size() + 1;
   for (size_t i = 0; i < n; ++i) active[i] = 0;
-  active[0] = 1;
+  active[0] = kAt;
   close_over_empty(p, active, steps);
   for (char c : t) {
     bool any = false;
@@ -82,23 +95,43 @@ bool match_positions(std::string_view p, std::string_view t, unsigned char* acti
       if (!active[i]) continue;
       ++steps;
       size_t length = 0;
-      switch (element_at(p, i, length)) {
+      Element e = element_at(p, i, length);
+      if (e == Element::star_star && starts_zero_directory_element(p, i)) {
+        next[i] |= kInside;  // from either state: "**" consumes anything, then needs its '/'
+        any = true;
+        continue;
+      }
+      if (!(active[i] & kAt)) continue;
+      switch (e) {
         case Element::star:
-          if (c != '/') next[i] = any = true;
+          if (c != '/') {
+            next[i] |= kAt;
+            any = true;
+          }
           break;
         case Element::star_star:
-          next[i] = any = true;
+          next[i] |= kAt;
+          any = true;
           break;
         case Element::any_char:
-          if (c != '/') next[i + 1] = any = true;
+          if (c != '/') {
+            next[i + 1] |= kAt;
+            any = true;
+          }
           break;
         case Element::bracket: {
           bool matched = false;
-          if (match_bracket(p.substr(i), c, length, matched) && matched) next[i + length] = any = true;
+          if (match_bracket(p.substr(i), c, length, matched) && matched) {
+            next[i + length] |= kAt;
+            any = true;
+          }
           break;
         }
         case Element::literal:
-          if (p[i + length - 1] == c) next[i + length] = any = true;
+          if (p[i + length - 1] == c) {
+            next[i + length] |= kAt;
+            any = true;
+          }
           break;
       }
     }
@@ -108,7 +141,7 @@ bool match_positions(std::string_view p, std::string_view t, unsigned char* acti
     active = next;
     next = swap;
   }
-  return active[p.size()] != 0;
+  return (active[p.size()] & kAt) != 0;
 }
 
 bool match_from(std::string_view p, std::string_view t, size_t& steps) {

@@ -108,6 +108,11 @@ TEST_CASE("matching never backtracks: steps bounded by pattern times text, whate
   CHECK(glob_match("/x/**a*/b", "/x/z/a/b"));
   CHECK(glob_match("/a/**/**/b", "/a/b"));
   CHECK(glob_match("***", "a/b"));
+  // Found by fuzz_glob: "**/" skips zero directories only where it starts, never after consuming text.
+  CHECK_FALSE(glob_match("**/ckpt/[!x]*\\*.pt", "/home/u-ckpt/a*.pt"));
+  CHECK(glob_match("**/ckpt/[!x]*\\*.pt", "/home/u/ckpt/a*.pt"));
+  CHECK_FALSE(glob_match("/a/**/b", "/a/xb"));
+  CHECK(glob_match("/a/**/b", "/a/x/b"));
   CHECK_FALSE(glob_match("[ab", "a"));
 }
 
