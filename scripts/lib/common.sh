@@ -88,6 +88,16 @@ build_appendguard() {
   cmake --build "$APPENDGUARD_BUILD" -j"$(nproc)" >/dev/null
 }
 
+# A sanitizer build (address: ASan+UBSan, thread: TSan) of the library and the unit and integration
+# suites, with GCC, in build/asan or build/tsan (the launcher and appendonlyfs are left out).
+build_sanitized() {
+  local kind=$1 dir=$2
+  say "building with -fsanitize=$kind in $dir"
+  cmake -S "$APPENDGUARD_REPO" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAPPENDGUARD_SANITIZE="$kind" \
+    -DAPPENDGUARD_BUILD_APPENDONLYFS=OFF >/dev/null
+  cmake --build "$dir" -j"$(nproc)" >/dev/null
+}
+
 # The libFuzzer targets (tests/fuzz), instrumented by clang, in their own build directory.
 build_fuzzers() {
   local dir="$APPENDGUARD_BUILD/fuzz"

@@ -20,7 +20,4 @@ mapped = {line.split()[-1] for line in maps.stdout.splitlines() if len(line.spli
 for path in (os.path.realpath(runtime), os.path.realpath(library)):
     if path not in mapped:
         sys.exit(f"{path} is not mapped in the preloaded program")
-# Without the runtime first, an instrumented library must not silently run uninstrumented.
-alone = subprocess.run(["/bin/true"], env=dict(os.environ, LD_PRELOAD=library, APPENDGUARD="1"),
-                       capture_output=True, text=True)
-print(f"runtime {runtime} and {library} mapped in /bin/cat; alone the library exits {alone.returncode}")
+print(f"runtime {runtime} and {library} ({kind}-instrumented) are mapped in /bin/cat")
