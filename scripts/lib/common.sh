@@ -7,9 +7,10 @@ APPENDGUARD_BUILD="${APPENDGUARD_BUILD_DIR:-$APPENDGUARD_REPO/build}"
 # Debian 12 packages the build, the tests and the demo need.
 # clang-format: the lint test runs, never skips; rclone: a real write-once store for the e2e tests;
 # python3-venv: the real-client tests (PyTorch, safetensors) run in a virtual environment; e2fsprogs:
-# chattr, for the kernel append-only (chattr +a) e2e tests.
+# chattr, for the kernel append-only (chattr +a) e2e tests; clang (libFuzzer, tests/fuzz) and clang-tidy
+# (lint.clang_tidy); GCC's sanitizer runtimes come with g++ (libasan8, libubsan1, libtsan2).
 APPENDGUARD_PACKAGES=(cmake g++ make pkg-config libfmt-dev libunwind-dev catch2 libfuse3-dev fuse3 python3
-  python3-venv clang-format rclone e2fsprogs)
+  python3-venv clang-format rclone e2fsprogs clang clang-tidy)
 
 say() { printf '==> %s\n' "$*"; }
 
@@ -85,4 +86,23 @@ build_appendguard() {
   cmake -S "$APPENDGUARD_REPO" -B "$APPENDGUARD_BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DAPPENDGUARD_CLIENT_PYTHON="$APPENDGUARD_CLIENT_PYTHON" >/dev/null
   cmake --build "$APPENDGUARD_BUILD" -j"$(nproc)" >/dev/null
+}
+
+# A sanitizer build (address: ASan+UBSan, thread: TSan) of the library and the unit and integration
+# suites, with GCC, in build/asan or build/tsan (the launcher and appendonlyfs are left out).
+build_sanitized() {
+  local kind=$1 dir=$2
+  say "building with -fsanitize=$kind in $dir"
+  cmake -S "$APPENDGUARD_REPO" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAPPENDGUARD_SANITIZE="$kind" \
+    -DAPPENDGUARD_BUILD_APPENDONLYFS=OFF >/dev/null
+  cmake --build "$dir" -j"$(nproc)" >/dev/null
+}
+
+# The libFuzzer targets (tests/fuzz), instrumented by clang, in their own build directory.
+build_fuzzers() {
+  local dir="$APPENDGUARD_BUILD/fuzz"
+  say "building the fuzzers in $dir"
+  cmake -S "$APPENDGUARD_REPO" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+    -DCMAKE_CXX_COMPILER=clang++ -DAPPENDGUARD_FUZZ=ON -DAPPENDGUARD_BUILD_TESTS=OFF >/dev/null
+  cmake --build "$dir" -j"$(nproc)" --target appendguard_fuzzers >/dev/null
 }

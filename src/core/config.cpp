@@ -15,12 +15,34 @@ struct ErrnoName {
 };
 
 constexpr ErrnoName kErrnoNames[] = {
-    {EOPNOTSUPP, "EOPNOTSUPP"}, {ENOTSUP, "ENOTSUP"}, {EPERM, "EPERM"},   {EACCES, "EACCES"},
-    {EBADF, "EBADF"},           {EINVAL, "EINVAL"},   {EIO, "EIO"},       {ENOSPC, "ENOSPC"},
-    {EROFS, "EROFS"},           {ENOSYS, "ENOSYS"},   {ESPIPE, "ESPIPE"}, {EFBIG, "EFBIG"},
-    {EAGAIN, "EAGAIN"},         {EINTR, "EINTR"},     {ENOENT, "ENOENT"}, {EEXIST, "EEXIST"},
-    {ENXIO, "ENXIO"},           {EMFILE, "EMFILE"},   {EDQUOT, "EDQUOT"}, {ETXTBSY, "ETXTBSY"},
+    {EOPNOTSUPP, "EOPNOTSUPP"},
+    {ENOTSUP, "ENOTSUP"},
+    {EPERM, "EPERM"},
+    {EACCES, "EACCES"},
+    {EBADF, "EBADF"},
+    {EINVAL, "EINVAL"},
+    {EIO, "EIO"},
+    {ENOSPC, "ENOSPC"},
+    {EROFS, "EROFS"},
+    {ENOSYS, "ENOSYS"},
+    {ESPIPE, "ESPIPE"},
+    {EFBIG, "EFBIG"},
+    {EAGAIN, "EAGAIN"},
+    {EWOULDBLOCK, "EWOULDBLOCK"},
+    {EINTR, "EINTR"},
+    {ENOENT, "ENOENT"},
+    {EEXIST, "EEXIST"},
+    {ENXIO, "ENXIO"},
+    {EMFILE, "EMFILE"},
+    {EDQUOT, "EDQUOT"},
+    {ETXTBSY, "ETXTBSY"},
 };
+
+// Errnos that callers retry (glibc's stdio, Python's io, TEMP_FAILURE_RETRY, non-blocking loops): a
+// refusal reported with one would be retried forever.
+bool callers_retry(int err) {
+  return err == EINTR || err == EAGAIN || err == EWOULDBLOCK;
+}
 
 bool parse_int(std::string_view text, long max, long& out) {
   if (text.empty()) return false;
@@ -149,12 +171,19 @@ ConfigResult parse_config(EnvLookup lookup) {
 
   config.violation_errno = EOPNOTSUPP;
   if (const char* v = get("APPENDGUARD_ERRNO")) {
+    constexpr const char* kAccepted =
+        "accepted: an errno name such as EOPNOTSUPP, EPERM, EBADF, EINVAL, EIO, ENOSPC, EROFS, "
+        "or a number from 1 to 4095, except EINTR (4) and EAGAIN/EWOULDBLOCK (11)";
     config.violation_errno = errno_from_name(v);
     if (config.violation_errno == 0) {
+      result.error = bad_value("APPENDGUARD_ERRNO", v, kAccepted);
+      return result;
+    }
+    if (callers_retry(config.violation_errno)) {
       result.error =
           bad_value("APPENDGUARD_ERRNO", v,
-                    "accepted: an errno name such as EOPNOTSUPP, EPERM, EBADF, EINVAL, EIO, ENOSPC, EROFS, "
-                    "or a number from 1 to 4095");
+                    std::string(errno_name(config.violation_errno)) +
+                        " is retried by callers, so a refused call would repeat forever; " + kAccepted);
       return result;
     }
   }

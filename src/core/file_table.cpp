@@ -89,7 +89,11 @@ TrackedFile* FileTable::acquire_file(dev_t device, ino_t inode, uint64_t size) {
     size_t capacity = live_file_capacity_ ? live_file_capacity_ * 2 : 64;
     auto* grown = new (std::nothrow) TrackedFile*[capacity];
     if (!grown) return nullptr;
-    if (live_file_count_) std::memcpy(grown, live_files_, live_file_count_ * sizeof(TrackedFile*));
+    if (live_file_count_)
+      std::memcpy(
+          grown, live_files_,
+          live_file_count_ *
+              sizeof(TrackedFile*));  // NOLINT(bugprone-sizeof-expression): an array of pointers is copied
     // The old array is leaked on purpose: it is small and a reader never sees it freed.
     live_files_ = grown;
     live_file_capacity_ = capacity;

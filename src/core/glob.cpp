@@ -1,5 +1,7 @@
 #include "core/glob.h"
 
+#include <vector>
+
 namespace appendguard {
 namespace {
 
@@ -33,44 +35,125 @@ bool match_bracket(std::string_view pattern, char c, size_t& length, bool& match
   return true;
 }
 
-bool match_from(std::string_view p, std::string_view t) {
-  while (!p.empty()) {
-    char pc = p[0];
-    if (pc == '*') {
-      bool crosses = p.size() >= 2 && p[1] == '*';
-      std::string_view rest = p.substr(crosses ? 2 : 1);
-      if (crosses && !rest.empty() && rest[0] == '/') {
-        // "**/" also matches zero directories.
-        if (match_from(rest.substr(1), t)) return true;
-      }
-      for (size_t i = 0; i <= t.size(); ++i) {
-        if (match_from(rest, t.substr(i))) return true;
-        if (i < t.size() && t[i] == '/' && !crosses) return false;
-      }
-      return false;
-    }
-    if (t.empty()) return false;
-    if (pc == '?') {
-      if (t[0] == '/') return false;
-    } else if (pc == '[') {
-      size_t length = 0;
-      bool matched = false;
-      if (!match_bracket(p, t[0], length, matched)) return false;
-      if (!matched) return false;
-      p.remove_prefix(length);
-      t.remove_prefix(1);
-      continue;
-    } else {
-      if (pc == '\\' && p.size() > 1) {
-        p.remove_prefix(1);
-        pc = p[0];
-      }
-      if (pc != t[0]) return false;
-    }
-    p.remove_prefix(1);
-    t.remove_prefix(1);
+// What the pattern element at pattern[i] is, and how many pattern characters it spans.
+enum class Element { literal, any_char, bracket, star, star_star };
+
+Element element_at(std::string_view p, size_t i, size_t& length) {
+  char c = p[i];
+  if (c == '*') {
+    bool crosses = i + 1 < p.size() && p[i + 1] == '*';
+    length = crosses ? 2 : 1;
+    return crosses ? Element::star_star : Element::star;
   }
-  return t.empty();
+  length = 1;
+  if (c == '?') return Element::any_char;
+  if (c == '[') return Element::bracket;
+  if (c == '\\' && i + 1 < p.size()) length = 2;
+  return Element::literal;
+}
+
+// Each pattern position holds two states: kAt (about to match the element starting there) and, for a
+// "**/" element only, kInside (its "**" has consumed at least one character, so a '/' must follow; the
+// zero-directory skip past "**/" is taken only from kAt).
+constexpr unsigned char kAt = 1;
+constexpr unsigned char kInside = 2;
+
+bool starts_zero_directory_element(std::string_view p, size_t i) {
+  return i + 2 < p.size() && p[i] == '*' && p[i + 1] == '*' && p[i + 2] == '/';
+}
+
+// Adds the states reachable from the active ones without consuming text: a star (one or two) matches the
+// empty string, "**/" also matches zero directories, and a "**" that consumed something reaches its '/'.
+// These moves only go forward, so one pass in increasing order is a closure.
+void close_over_empty(std::string_view p, unsigned char* active, size_t& steps) {
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (!active[i]) continue;
+    ++steps;
+    size_t length = 0;
+    Element e = element_at(p, i, length);
+    bool zero_directory = e == Element::star_star && starts_zero_directory_element(p, i);
+    if (active[i] & kInside) active[i + 2] |= kAt;  // on to the '/'
+    if (!(active[i] & kAt)) continue;
+    if (e == Element::star || e == Element::star_star) active[i + length] |= kAt;
+    if (zero_directory) active[i + 3] |= kAt;
+  }
+}
+
+// Simulates the pattern as a nondeterministic automaton over pattern positions: one pass over the text,
+// each character moving every active state at most once. Time O(|p| * |t|) (bracket parsing adds its
+// length), no backtracking, whatever the stars; `steps` counts position visits.
+bool match_positions(std::string_view p, std::string_view t, unsigned char* active, unsigned char* next,
+                     size_t& steps) {
+  const size_t n = p.size() + 1;
+  for (size_t i = 0; i < n; ++i) active[i] = 0;
+  active[0] = kAt;
+  close_over_empty(p, active, steps);
+  for (char c : t) {
+    bool any = false;
+    for (size_t i = 0; i < n; ++i) next[i] = 0;
+    for (size_t i = 0; i < p.size(); ++i) {
+      if (!active[i]) continue;
+      ++steps;
+      size_t length = 0;
+      Element e = element_at(p, i, length);
+      if (e == Element::star_star && starts_zero_directory_element(p, i)) {
+        next[i] |= kInside;  // from either state: "**" consumes anything, then needs its '/'
+        any = true;
+        continue;
+      }
+      if (!(active[i] & kAt)) continue;
+      switch (e) {
+        case Element::star:
+          if (c != '/') {
+            next[i] |= kAt;
+            any = true;
+          }
+          break;
+        case Element::star_star:
+          next[i] |= kAt;
+          any = true;
+          break;
+        case Element::any_char:
+          if (c != '/') {
+            next[i + 1] |= kAt;
+            any = true;
+          }
+          break;
+        case Element::bracket: {
+          bool matched = false;
+          if (match_bracket(p.substr(i), c, length, matched) && matched) {
+            next[i + length] |= kAt;
+            any = true;
+          }
+          break;
+        }
+        case Element::literal:
+          if (p[i + length - 1] == c) {
+            next[i + length] |= kAt;
+            any = true;
+          }
+          break;
+      }
+    }
+    if (!any) return false;
+    close_over_empty(p, next, steps);
+    unsigned char* swap = active;
+    active = next;
+    next = swap;
+  }
+  return (active[p.size()] & kAt) != 0;
+}
+
+bool match_from(std::string_view p, std::string_view t, size_t& steps) {
+  // Two rows of |p| + 1 flags; on the stack for the patterns people write.
+  constexpr size_t kStackPositions = 256;
+  if (p.size() < kStackPositions) {
+    unsigned char active[kStackPositions];
+    unsigned char next[kStackPositions];
+    return match_positions(p, t, active, next, steps);
+  }
+  std::vector<unsigned char> rows(2 * (p.size() + 1));
+  return match_positions(p, t, rows.data(), rows.data() + p.size() + 1, steps);
 }
 
 }  // namespace
@@ -105,7 +188,12 @@ std::string validate_glob(std::string_view pattern) {
 }
 
 bool glob_match(std::string_view pattern, std::string_view text) {
-  return match_from(pattern, text);
+  size_t steps = 0;
+  return match_from(pattern, text, steps);
+}
+
+bool glob_match(std::string_view pattern, std::string_view text, size_t& steps) {
+  return match_from(pattern, text, steps);
 }
 
 namespace {
@@ -150,7 +238,7 @@ std::string PatternSet::compile(std::string_view spec) {
 bool PatternSet::matches(std::string_view full_path, std::string_view file_name) const {
   for (const Pattern& p : patterns_) {
     std::string_view text = p.full_path ? full_path : file_name;
-    if (ends_with(text, p.literal_suffix) && match_from(p.text, text)) return true;
+    if (ends_with(text, p.literal_suffix) && glob_match(p.text, text)) return true;
   }
   return false;
 }

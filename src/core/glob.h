@@ -15,6 +15,9 @@ std::string validate_glob(std::string_view pattern);
 
 // `text` is matched whole. '/' is only matched by a literal '/' or by '**'.
 bool glob_match(std::string_view pattern, std::string_view text);
+// The same, adding to `steps` the pattern positions visited: at most 2 * (|pattern| + 1) * (|text| + 1),
+// the bound the tests and the fuzz target check (matching never backtracks).
+bool glob_match(std::string_view pattern, std::string_view text, size_t& steps);
 
 class PatternSet {
  public:

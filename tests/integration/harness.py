@@ -12,6 +12,12 @@ import tempfile
 import unittest
 
 LIB = os.environ.get("APPENDGUARD_LIB", "")
+# Sanitizer builds (build/asan, build/tsan): the sanitizer runtime, which must come before the
+# instrumented library in LD_PRELOAD when it is preloaded into an uninstrumented program.
+SANITIZER_RUNTIME = os.environ.get("APPENDGUARD_TEST_SANITIZER_RUNTIME", "")
+if SANITIZER_RUNTIME and not os.path.exists(SANITIZER_RUNTIME):
+    raise RuntimeError(f"APPENDGUARD_TEST_SANITIZER_RUNTIME={SANITIZER_RUNTIME} does not exist")
+PRELOAD = f"{SANITIZER_RUNTIME}:{LIB}" if SANITIZER_RUNTIME else LIB
 BIN = os.environ.get("APPENDGUARD_TEST_BIN", "")
 PYTHON = os.environ.get("APPENDGUARD_TEST_PYTHON", sys.executable)
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -33,7 +39,7 @@ def child_env(mode="1", preload=True, **variables):
     mode=None leaves APPENDGUARD unset."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("APPENDGUARD") and k != "LD_PRELOAD"}
     if preload:
-        env["LD_PRELOAD"] = LIB
+        env["LD_PRELOAD"] = PRELOAD
     if mode is not None:
         env["APPENDGUARD"] = mode
     env.update({k: str(v) for k, v in variables.items()})

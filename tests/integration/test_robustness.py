@@ -4,7 +4,7 @@ import subprocess
 import time
 import unittest
 
-from harness import LIB, PYTHON, TempDirTest, child_env, program, read_bytes, results, run, script, violations
+from harness import LIB, PRELOAD, PYTHON, TempDirTest, child_env, program, read_bytes, results, run, script, violations
 
 
 class RobustnessTest(TempDirTest):
@@ -103,7 +103,7 @@ class RobustnessTest(TempDirTest):
 
     def faulty_libc_env(self, kind):
         # fault_libc comes after us in LD_PRELOAD: our calls to the "real" write land in it.
-        return {"LD_PRELOAD": LIB + ":" + program("libfault_libc.so"), "FAULT_KIND": kind, "FAULT_EVERY": "3"}
+        return {"LD_PRELOAD": PRELOAD + ":" + program("libfault_libc.so"), "FAULT_KIND": kind, "FAULT_EVERY": "3"}
 
     def expected_chunks(self, count):
         return b"".join(bytes([ord("a") + i % 26]) * (1 + (i * 37) % 3000) for i in range(count))

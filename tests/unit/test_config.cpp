@@ -82,6 +82,25 @@ TEST_CASE("errno names and numbers") {
   CHECK(errno_from_name("ENOSPC") == ENOSPC);
 }
 
+TEST_CASE("errnos that callers retry are refused (a refused write would repeat forever)") {
+  // Issue 13: with APPENDGUARD_ERRNO=EINTR Python retried the refused write forever.
+  for (const char* retried : {"EINTR", "EAGAIN", "EWOULDBLOCK", "4", "11"}) {
+    ConfigResult r = parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_ERRNO", retried}});
+    CHECK_FALSE(r.ok());
+    CHECK(r.error.find("appendguard: invalid APPENDGUARD_ERRNO='" + std::string(retried) + "': ") == 0);
+    CHECK(r.error.find("retried by callers") != std::string::npos);
+    CHECK(r.error.find("accepted: an errno name such as EOPNOTSUPP") != std::string::npos);
+    CHECK(r.error.find('\n') == std::string::npos);
+  }
+  CHECK(
+      parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_ERRNO", "EINTR"}}).error ==
+      "appendguard: invalid APPENDGUARD_ERRNO='EINTR': EINTR is retried by callers, so a refused call would "
+      "repeat forever; accepted: an errno name such as EOPNOTSUPP, EPERM, EBADF, EINVAL, EIO, ENOSPC, "
+      "EROFS, or a number from 1 to 4095, except EINTR (4) and EAGAIN/EWOULDBLOCK (11)");
+  CHECK(std::string(errno_name(EAGAIN)) == "EAGAIN");  // reports still name them
+  CHECK(std::string(errno_name(EINTR)) == "EINTR");
+}
+
 TEST_CASE("backtrace frames") {
   CHECK(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_BACKTRACE", "0"}}).config.backtrace_frames == 0);
   CHECK(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_BACKTRACE", "256"}}).config.backtrace_frames == 256);

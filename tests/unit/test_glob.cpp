@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <string>
+
 #include "core/glob.h"
 
 using namespace appendguard;
@@ -80,4 +82,43 @@ TEST_CASE("could_match rejects by the literal suffix, conservatively") {
   PatternSet any;
   REQUIRE(any.compile("/data/**").empty());
   CHECK(any.could_match("/anything"));  // no literal suffix: cannot reject
+}
+
+TEST_CASE("matching never backtracks: steps bounded by pattern times text, whatever the stars") {
+  // Issue 13: the recursive matcher took over 30 s on this pair (exponential in the stars).
+  const std::string pattern = "*a*a*a*a*a*a*a*a*b*c";
+  const std::string name(61, 'a');
+  size_t steps = 0;
+  CHECK_FALSE(glob_match(pattern, name, steps));
+  CHECK(steps <= 2 * (pattern.size() + 1) * (name.size() + 1));
+  steps = 0;
+  CHECK(glob_match(pattern, name + "bc", steps));
+  CHECK(steps <= 2 * (pattern.size() + 1) * (name.size() + 3));
+  // The same through '**' and across components.
+  const std::string deep = "/**/a**a**a**a**a**a**a**b**c";
+  std::string path;
+  for (int i = 0; i < 30; ++i) path += "/aa";
+  steps = 0;
+  CHECK_FALSE(glob_match(deep, path, steps));
+  CHECK(steps <= 2 * (deep.size() + 1) * (path.size() + 1));
+  CHECK(glob_match(deep, path + "/bc"));
+  // '*' stays in its component even when that forces a different split.
+  CHECK(glob_match("/x/*a*/b", "/x/zaz/b"));
+  CHECK_FALSE(glob_match("/x/*a*/b", "/x/z/a/b"));
+  CHECK(glob_match("/x/**a*/b", "/x/z/a/b"));
+  CHECK(glob_match("/a/**/**/b", "/a/b"));
+  CHECK(glob_match("***", "a/b"));
+  // Found by fuzz_glob: "**/" skips zero directories only where it starts, never after consuming text.
+  CHECK_FALSE(glob_match("**/ckpt/[!x]*\\*.pt", "/home/u-ckpt/a*.pt"));
+  CHECK(glob_match("**/ckpt/[!x]*\\*.pt", "/home/u/ckpt/a*.pt"));
+  CHECK_FALSE(glob_match("/a/**/b", "/a/xb"));
+  CHECK(glob_match("/a/**/b", "/a/x/b"));
+  CHECK_FALSE(glob_match("[ab", "a"));
+}
+
+TEST_CASE("a long pattern (beyond the stack rows) matches the same") {
+  std::string pattern(300, '?');
+  CHECK(glob_match(pattern, std::string(300, 'x')));
+  CHECK_FALSE(glob_match(pattern, std::string(299, 'x')));
+  CHECK(glob_match(pattern + "*", std::string(400, 'x')));
 }
