@@ -1,5 +1,6 @@
 #include "report/scratch.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -12,6 +13,9 @@ __attribute__((tls_model("initial-exec"))) constinit thread_local ReportScratch*
 __attribute__((tls_model("initial-exec"))) constinit thread_local bool t_scratch_busy = false;
 pthread_key_t g_key;
 bool g_key_made = false;
+// Found at run time: they moved from libpthread into libc in glibc 2.34, and the library must not need
+// a newer glibc than 2.17 (docs/design.md, "glibc floor").
+int (*g_setspecific)(pthread_key_t, const void*) = nullptr;
 
 ReportScratch* map_scratch() {
   void* p = reinterpret_cast<void*>(syscall(SYS_mmap, nullptr, sizeof(ReportScratch), PROT_READ | PROT_WRITE,
@@ -33,7 +37,11 @@ void thread_exits(void* p) {
 }  // namespace
 
 void init_report_scratch() {
-  if (!g_key_made) g_key_made = pthread_key_create(&g_key, thread_exits) == 0;
+  if (g_key_made) return;
+  using KeyCreate = int (*)(pthread_key_t*, void (*)(void*));
+  auto key_create = reinterpret_cast<KeyCreate>(dlsym(RTLD_DEFAULT, "pthread_key_create"));
+  g_setspecific = reinterpret_cast<decltype(g_setspecific)>(dlsym(RTLD_DEFAULT, "pthread_setspecific"));
+  g_key_made = key_create && g_setspecific && key_create(&g_key, thread_exits) == 0;
 }
 
 ScratchLease::ScratchLease() {
@@ -44,7 +52,7 @@ ScratchLease::ScratchLease() {
   }
   if (!t_scratch) {
     t_scratch = map_scratch();
-    if (t_scratch && g_key_made) pthread_setspecific(g_key, t_scratch);
+    if (t_scratch && g_key_made) g_setspecific(g_key, t_scratch);
   }
   scratch_ = t_scratch;
   t_scratch_busy = scratch_ != nullptr;
