@@ -308,38 +308,47 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
   return fd;
 }
 
-void adopt_descriptor(int fd, const char* path, const Adoption& how) {
-  struct stat64 st;
-  if (real_fstat64(fd, &st) != 0 || !S_ISREG(st.st_mode)) return;
-  const CarriedFd* carried = how.carried;
-  const bool kernel_appends = (how.kernel_flags & O_APPEND) != 0;
-  OpenSite site;
-  site.function = how.function;
-  site.pid = static_cast<pid_t>(syscall(SYS_getpid));
-  site.tid = gettid_raw();
-  site.original_flags = carried ? carried->original_flags : how.kernel_flags;
-  site.effective_flags = carried ? carried->effective_flags : how.kernel_flags;
-  OpenRecord record;
-  record.path = path;
-  record.device = st.st_dev;
-  record.inode = st.st_ino;
-  record.size = static_cast<uint64_t>(st.st_size);
-  if (carried && kernel_appends) {
-    record.position = carried->position;  // the kernel's offset of an O_APPEND descriptor means nothing
-  } else {
-    off64_t position = real_lseek64(fd, 0, SEEK_CUR);
-    record.position = position > 0 ? static_cast<uint64_t>(position) : 0;
-  }
-  record.kernel_appends = kernel_appends;
-  record.program_appends = (site.original_flags & O_APPEND) != 0;
-  record.readable_by_program = (site.original_flags & O_ACCMODE) == O_RDWR;
-  record.shares_offset = how.shares_offset;
-  record.site = &site;
-  g_files.track(fd, record);
-}
+namespace {
 
 bool guards_full_path(const char* full_path) {
   return g_config->paths.matches(full_path, file_name_of(full_path)) || append_only_mount_of(full_path);
+}
+
+}  // namespace
+
+bool adopt_if_guarded(int fd, const char* function, const CarriedFd* carried, size_t carried_count) {
+  int kernel_flags = real_fcntl(fd, F_GETFL);
+  if (kernel_flags < 0 || (kernel_flags & O_ACCMODE) == O_RDONLY) return false;
+  char path[kMaxPath];
+  if (!descriptor_path(fd, path, sizeof path) || path[0] != '/') return false;
+  struct stat64 st;
+  if (real_fstat64(fd, &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  const CarriedFd* record = match_carried_fd(carried, carried_count, fd, st.st_dev, st.st_ino, kernel_flags);
+  if (!record && !guards_full_path(path)) return false;
+  const bool kernel_appends = (kernel_flags & O_APPEND) != 0;
+  OpenSite site;
+  site.function = function;
+  site.pid = static_cast<pid_t>(syscall(SYS_getpid));
+  site.tid = gettid_raw();
+  site.original_flags = record ? record->original_flags : kernel_flags;
+  site.effective_flags = record ? record->effective_flags : kernel_flags;
+  OpenRecord open_record;
+  open_record.path = path;
+  open_record.device = st.st_dev;
+  open_record.inode = st.st_ino;
+  open_record.size = static_cast<uint64_t>(st.st_size);
+  if (record && kernel_appends) {
+    open_record.position = record->position;  // the kernel's offset of an O_APPEND descriptor means nothing
+  } else {
+    off64_t position = real_lseek64(fd, 0, SEEK_CUR);
+    open_record.position = position > 0 ? static_cast<uint64_t>(position) : 0;
+  }
+  open_record.kernel_appends = kernel_appends;
+  open_record.program_appends = (site.original_flags & O_APPEND) != 0;
+  open_record.readable_by_program = (site.original_flags & O_ACCMODE) == O_RDWR;
+  open_record.shares_offset = true;  // the process it came from may still hold it
+  open_record.site = &site;
+  return g_files.track(fd, open_record) != nullptr;
 }
 
 void adopt_received_descriptors(const msghdr* message) {
@@ -353,12 +362,9 @@ void adopt_received_descriptors(const msghdr* message) {
       int fd;
       std::memcpy(&fd, data + i * sizeof(int), sizeof fd);
       forget_if_stale(fd);
-      int flags = real_fcntl(fd, F_GETFL);
-      if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY) continue;
-      char path[kMaxPath];
-      if (!descriptor_path(fd, path, sizeof path) || path[0] != '/' || !guards_full_path(path)) continue;
-      adopt_descriptor(fd, path, {"recvmsg (SCM_RIGHTS)", flags, nullptr, true});
-      if (tracing()) trace("recvmsg", fd, path, fd, 0, "%s", "descriptor received (SCM_RIGHTS)");
+      if (adopt_if_guarded(fd, "recvmsg (SCM_RIGHTS)", nullptr, 0) && tracing()) {
+        trace("recvmsg", fd, g_files.lookup(fd)->path, fd, 0, "%s", "descriptor received (SCM_RIGHTS)");
+      }
     }
   }
 }

@@ -41,18 +41,11 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
 // guard_templates.h.
 template <typename Call>
 int open_as_decided(const OpenRequest& request, OpenDecision& decision, Call&& call);
-// A descriptor we did not open (inherited across exec, received over a socket): tracked with what the
-// kernel shows, or with what a carried record says the program asked for (core/carried_fds.h).
-struct Adoption {
-  const char* function;      // for reports: "(inherited)", "recvmsg"
-  int kernel_flags;          // F_GETFL
-  const CarriedFd* carried;  // may be null
-  bool shares_offset;        // another process may hold the same description
-};
-void adopt_descriptor(int fd, const char* path, const Adoption& how);
-// True if a file at `full_path` (absolute, as the kernel names it) is guarded: by pattern or mount.
-bool guards_full_path(const char* full_path);
-// recvmsg/recvmmsg: descriptors passed with SCM_RIGHTS are adopted if their files are guarded.
+// A descriptor we did not open (inherited across exec, received over a socket), tracked if it is open
+// for writing on a regular file that is guarded (by pattern or mount) or that a carried record describes
+// (core/carried_fds.h): with what that record says the program asked for, else with what the kernel
+// shows. Returns true if it was adopted.
+bool adopt_if_guarded(int fd, const char* function, const CarriedFd* carried, size_t carried_count);
 void adopt_received_descriptors(const msghdr* message);
 
 // ---------------------------------------------------------------- violations

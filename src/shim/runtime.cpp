@@ -60,15 +60,7 @@ void adopt_inherited_descriptors() {
     char* end = nullptr;
     long number = std::strtol(entry->d_name, &end, 10);
     if (end == entry->d_name || *end != '\0' || number == self) continue;
-    int fd = static_cast<int>(number);
-    int flags = real_fcntl(fd, F_GETFL);
-    if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY) continue;
-    char path[kMaxPath];
-    if (!descriptor_path(fd, path, sizeof path) || path[0] != '/') continue;
-    struct stat64 st;
-    if (real_fstat64(fd, &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    const CarriedFd* record = match_carried_fd(carried, carried_count, fd, st.st_dev, st.st_ino, flags);
-    if (record || guards_full_path(path)) adopt_descriptor(fd, path, {"(inherited)", flags, record, true});
+    adopt_if_guarded(static_cast<int>(number), "(inherited)", carried, carried_count);
   }
   closedir(dir);
 }
