@@ -449,6 +449,7 @@ int run_filesystem(const Options& options, EventLog& log) {
 
   std::vector<std::string> arg_strings = fuse_arguments(options);
   std::vector<char*> argv;
+  argv.reserve(arg_strings.size());
   for (std::string& arg : arg_strings) argv.push_back(arg.data());
   fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
   const fuse_operations ops = make_operations();

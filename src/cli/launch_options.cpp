@@ -48,7 +48,7 @@ LaunchParse parse_run_arguments(const std::vector<std::string>& args, const std:
         result.error = "appendguard run: option '" + arg + "' needs a value";
         return result;
       }
-    } else if (arg.rfind("-", 0) == 0) {
+    } else if (arg.starts_with('-')) {
       result.error =
           "appendguard run: unknown option '" + arg +
           "': accepted: --enforce, --audit, --trace, --paths P, --on-violation error|abort|warn, "

@@ -133,7 +133,7 @@ void unwinder_after_fork_child() {
   g_threads_unwinding.store(0, std::memory_order_relaxed);
 }
 
-void format_stack(TextBuffer& out, void* const* frames, int count, bool demangle) {
+void format_stack(TextBuffer& out, void* const* frames, int count, bool in_signal_handler) {
   if (count == 0) {
     out.add_text(!g_loaded.load() ? "    (libunwind.so.8 is not installed: no backtrace)\n"
                  : g_unwinding_disabled.load()
@@ -149,8 +149,10 @@ void format_stack(TextBuffer& out, void* const* frames, int count, bool demangle
     uintptr_t lookup = ip - 1;
     char name[512] = "";
     unw_word_t offset = 0;
+    // libunwind's symbol lookup and the demangler allocate: inside a signal handler (which may have
+    // interrupted malloc) names come from dladdr alone, and module+offset locate the rest.
     bool named =
-        accessors && accessors->get_proc_name &&
+        !in_signal_handler && accessors && accessors->get_proc_name &&
         accessors->get_proc_name(*g_unwinder.local_space, lookup, name, sizeof name, &offset, nullptr) == 0;
     Dl_info info{};
     bool has_module = dladdr(reinterpret_cast<void*>(lookup), &info) != 0 && info.dli_fname;
@@ -164,14 +166,14 @@ void format_stack(TextBuffer& out, void* const* frames, int count, bool demangle
     }
     const char* shown = named ? name : "??";
     char* demangled = nullptr;
-    if (named && demangle && name[0] == '_' && name[1] == 'Z') {
+    if (named && !in_signal_handler && name[0] == '_' && name[1] == 'Z') {
       int status = 0;
       demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
       if (status == 0 && demangled) shown = demangled;
     }
     out.add("    #{:<2} {:#014x} {}+{:#x} ({}+{:#x})\n", i, ip, shown, static_cast<uintptr_t>(offset), module,
             module_offset);
-    std::free(demangled);
+    if (demangled) std::free(demangled);
   }
 }
 

@@ -32,6 +32,6 @@ void capture_stack(CapturedStack& stack, int max_frames, int skip, unsigned char
 int capture_addresses(void** frames, int max_frames, int skip);
 
 // "    #3 0x7f..: name+0x1a (libfoo.so+0x1234)" per frame.
-void format_stack(TextBuffer& out, void* const* frames, int count, bool demangle);
+void format_stack(TextBuffer& out, void* const* frames, int count, bool in_signal_handler);
 
 }  // namespace appendguard

@@ -95,7 +95,7 @@ ProcessIdentity current_identity() {
 
 // libunwind's stepping and symbol lookup take about 8 KiB of stack (measured, docs/design.md): on a
 // sigaltstack with less left than this the native stacks are left out, rather than overflowing it.
-constexpr size_t kUnwinderStack = 12 * 1024;
+constexpr size_t kUnwinderStack = size_t{12} * 1024;
 
 // The bytes left below us on the signal stack we run on, or SIZE_MAX when not on one.
 size_t signal_stack_left() {
@@ -185,7 +185,7 @@ void report_violation(const Violation& v) {
             kUnwinderStack);
   } else if (g_backtrace_frames > 0) {
     out.add_text("  native stack:\n");
-    format_stack(out, stack.frames, stack.count, !stack.in_signal_handler);
+    format_stack(out, stack.frames, stack.count, stack.in_signal_handler);
   }
   if (has_python) {
     out.add_text("  python stack (most recent call first):\n");
@@ -193,7 +193,7 @@ void report_violation(const Violation& v) {
   }
   if (const Description* d = v.description; unwind && d && d->site.frame_count > 0) {
     out.add_text("  opened at:\n");
-    format_stack(out, d->site.frames, d->site.frame_count, !stack.in_signal_handler);
+    format_stack(out, d->site.frames, d->site.frame_count, stack.in_signal_handler);
   }
   if (out.full()) out.add_text("\n  (report truncated)\n");
   g_sink.write(out.view());

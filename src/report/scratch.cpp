@@ -3,7 +3,6 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace appendguard {
@@ -18,14 +17,15 @@ bool g_key_made = false;
 int (*g_setspecific)(pthread_key_t, const void*) = nullptr;
 
 ReportScratch* map_scratch() {
-  void* p = reinterpret_cast<void*>(syscall(SYS_mmap, nullptr, sizeof(ReportScratch), PROT_READ | PROT_WRITE,
-                                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  // Through libc (and so through a sanitizer's interceptor, which must see a mapping reused after an
+  // unmap by another thread); an anonymous mapping takes our mmap hook's untracked path.
+  void* p = mmap(nullptr, sizeof(ReportScratch), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return nullptr;
   return new (p) ReportScratch;
 }
 
 void unmap_scratch(void* p) {
-  if (p) syscall(SYS_munmap, p, sizeof(ReportScratch));
+  if (p) munmap(p, sizeof(ReportScratch));
 }
 
 // At thread exit: a report from a later destructor on this thread maps a new one.

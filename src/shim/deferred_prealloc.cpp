@@ -56,7 +56,7 @@ void fill(int fd, Description* d, const char* when) {
                   "%s: %s, appending the %llu zero bytes that complete its deferred preallocation to %llu "
                   "bytes failed after %llu (%s): the file is shorter than the program made it",
                   d->path, when, static_cast<unsigned long long>(missing),
-                  static_cast<unsigned long long>(end + missing), static_cast<unsigned long long>(written),
+                  static_cast<unsigned long long>(end) + missing, static_cast<unsigned long long>(written),
                   errno_name(error));
     report_notice(message);
   }

@@ -33,13 +33,17 @@ int reopen_by_rewriting(OpenDecision& decision, Call&& call) {
   char* old_bytes = nullptr;
   uint64_t size = 0;
   int error = 0;
-  if (real_fstat64(reader, &st) != 0) {
-    error = errno;
-  } else if ((size = static_cast<uint64_t>(st.st_size)) > kMaxRewriteBytes) {
-    error = EFBIG;
-  } else if (size > 0 && !(old_bytes = read_whole_file(reader, size))) {
-    error = errno;
+  bool read = real_fstat64(reader, &st) == 0;
+  if (read) {
+    size = static_cast<uint64_t>(st.st_size);
+    if (size > kMaxRewriteBytes) {
+      error = EFBIG;
+    } else if (size > 0) {
+      old_bytes = read_whole_file(reader, size);
+      read = old_bytes != nullptr;
+    }
   }
+  if (!read) error = errno;
   real_close(reader);
   if (error) {
     report_rewrite_failure(decision, 0, size, error);

@@ -67,6 +67,7 @@ int exec_carrying(char* const* envp, Exec&& exec, bool spawns = false) {
 }
 
 // execl and friends: the variable arguments as an argv array on the stack.
+// NOLINTBEGIN(bugprone-macro-parentheses): argv is the name of the array the macro declares.
 #define APPENDGUARD_COLLECT_ARGV(first, argv, extra)                                      \
   size_t argc_##argv = 1;                                                                 \
   {                                                                                       \
@@ -84,6 +85,7 @@ int exec_carrying(char* const* envp, Exec&& exec, bool spawns = false) {
     extra;                                                                                \
     va_end(args);                                                                         \
   }
+// NOLINTEND(bugprone-macro-parentheses)
 
 }  // namespace
 

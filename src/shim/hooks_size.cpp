@@ -48,6 +48,18 @@ APPENDGUARD_FD_HOOK(int, fstat64, fd, (int fd, struct stat64* st), (fd, st)) {
   return result;
 }
 
+APPENDGUARD_FD_HOOK(int, __fxstat, fd, (int version, int fd, struct stat* st), (version, fd, st)) {
+  int result = real___fxstat(version, fd, st);
+  if (result == 0 && !InternalScope::active()) st->st_size = size_seen_by_program(fd, st->st_size);
+  return result;
+}
+
+APPENDGUARD_FD_HOOK(int, __fxstat64, fd, (int version, int fd, struct stat64* st), (version, fd, st)) {
+  int result = real___fxstat64(version, fd, st);
+  if (result == 0 && !InternalScope::active()) st->st_size = size_seen_by_program(fd, st->st_size);
+  return result;
+}
+
 APPENDGUARD_HOOK int truncate(const char* path, off_t length) {
   return truncate_hook("truncate", path, length, [&] { return real_truncate(path, length); });
 }

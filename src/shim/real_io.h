@@ -21,6 +21,10 @@ int __open_2(const char* path, int flags);
 int __open64_2(const char* path, int flags);
 int __openat_2(int dirfd, const char* path, int flags);
 int __openat64_2(int dirfd, const char* path, int flags);
+// What fstat and fstat64 compile to against glibc before 2.33 (and what sanitizers' fstat calls); glibc
+// 2.33+ headers no longer declare them.
+int __fxstat(int version, int fd, struct stat* st);
+int __fxstat64(int version, int fd, struct stat64* st);
 }
 
 // decltype(::write) carries glibc's nonnull/warn_unused_result attributes, which a template argument
@@ -56,6 +60,8 @@ APPENDGUARD_REAL(lseek);
 APPENDGUARD_REAL(lseek64);
 APPENDGUARD_REAL_OR(fstat, compat::fstat_by_syscall);
 APPENDGUARD_REAL_OR(fstat64, compat::fstat64_by_syscall);
+APPENDGUARD_REAL(__fxstat);
+APPENDGUARD_REAL(__fxstat64);
 APPENDGUARD_REAL(close);
 APPENDGUARD_REAL(fsync);
 APPENDGUARD_REAL(fdatasync);

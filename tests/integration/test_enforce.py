@@ -149,6 +149,7 @@ class EnforceTest(TempDirTest):
                 self.assertEqual(r["ftruncate_grow"], "0")
                 self.assertEqual(r["seek_end"], "1000")
                 self.assertEqual(r["fstat_size"], "1000")
+                self.assertEqual(r["fxstat_size"], "1000")
                 self.assertEqual(r["write"], "300")
                 self.assertEqual(r["fallocate_keep_size"], "0")
                 self.assertEqual(r["posix_fallocate_within"], "0")

@@ -104,6 +104,23 @@ class RobustnessTest(TempDirTest):
                 else:
                     self.assertIn("native stack:\n", proc.stderr)
 
+    def test_a_report_inside_a_signal_handler_does_not_allocate(self):
+        # The handler may have interrupted malloc (its lock is not recursive): the report names frames
+        # with dladdr only and neither demangles nor reads the Python stack.
+        if os.environ.get("APPENDGUARD_TEST_SANITIZER_RUNTIME"):
+            self.skipTest("sanitizer build: the program replaces malloc, which the sanitizer runtime owns; the "
+                          "plain build's run of this test counts the handler's allocations")
+        path = self.path("handler.safetensors")
+        proc = run([program("handler_alloc"), path])
+        self.assertOk(proc)
+        r = results(proc.stdout)
+        self.assertGreater(int(r["control_allocations"]), 0)  # the counter sees libc's own allocations
+        self.assertEqual(r["handler_write"], "-1 errno=95")
+        self.assertEqual(r["handler_allocations"], "0", proc.stderr)
+        self.assertEqual(len(violations(proc.stderr)), 1, proc.stderr)
+        self.assertRegex(proc.stderr, r"native stack:\n    #0 ")
+        self.assertEqual(read_bytes(path), b"0123456789")
+
     def faulty_libc_env(self, kind):
         # fault_libc comes after us in LD_PRELOAD: our calls to the "real" write land in it.
         return {"LD_PRELOAD": PRELOAD + ":" + program("libfault_libc.so"), "FAULT_KIND": kind, "FAULT_EVERY": "3"}

@@ -18,6 +18,8 @@
 #include <unistd.h>
 #include "errno_text.h"
 
+extern int __fxstat(int version, int fd, struct stat* st);
+
 #ifndef RWF_NOAPPEND
 #define RWF_NOAPPEND 0x00000020
 #endif
@@ -250,6 +252,8 @@ static int case_prealloc(const char* path, const char* ending) {
   show("seek_end", lseek(fd, 0, SEEK_END));
   struct stat st;
   show("fstat_size", fstat(fd, &st) == 0 ? (long)st.st_size : -1);
+  // What fstat compiles to against glibc before 2.33 (version 1: _STAT_VER_LINUX on x86-64).
+  show("fxstat_size", __fxstat(1, fd, &st) == 0 ? (long)st.st_size : -1);
   show("seek_start", lseek(fd, 0, SEEK_SET));
   show("write", write(fd, buf, sizeof buf));
   show("fallocate_keep_size", fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 8192));

@@ -22,3 +22,6 @@ target_link_libraries(safety PRIVATE Threads::Threads)
 add_executable(small_stack_report programs/small_stack_report.c)
 target_compile_options(small_stack_report PRIVATE ${APPENDGUARD_WARNINGS})
 target_link_libraries(small_stack_report PRIVATE Threads::Threads)
+add_executable(handler_alloc programs/handler_alloc.c)
+target_compile_options(handler_alloc PRIVATE ${APPENDGUARD_WARNINGS})
+set_target_properties(handler_alloc PROPERTIES ENABLE_EXPORTS ON)  # its malloc, for every library

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,7 @@
 static int g_fd = -1;
 static volatile long g_handler_result = -2;
 static volatile int g_handler_errno = 0;
-static volatile int g_writing = 0;
+static atomic_int g_writing = 0;
 
 static void on_signal(int sig) {
   (void)sig;
