@@ -22,18 +22,31 @@
 #include "cli/launch_options.h"
 #include "cli/report_summary.h"
 #include "core/config.h"
+#include "core/variables.h"
 
 using namespace appendguard;
 
 namespace {
 
+constexpr const char* kVersion = "appendguard 0.1.0";
+
 constexpr const char* kUsage =
     "usage: appendguard run [OPTIONS] -- COMMAND [ARGS...]\n"
-    "       appendguard doctor [COMMAND]\n"
+    "       appendguard doctor [COMMAND | DIR]\n"
     "       appendguard report LOG... (or - for standard input)\n"
-    "       appendguard --help | --version\n"
+    "       appendguard --help | -V | --version\n"
+    "       appendguard SUBCOMMAND --help\n"
     "\n"
-    "run: runs COMMAND with libappendguard.so preloaded and enabled.\n"
+    "run:    runs COMMAND with libappendguard.so preloaded and enabled.\n"
+    "doctor: checks the library, the configuration, that interposition works here, and whether COMMAND can\n"
+    "        be reached by it; with DIR, what the mount under DIR accepts.\n"
+    "report: violations in report logs, grouped, with a count and the first report of each group.\n";
+
+constexpr const char* kRunUsage =
+    "usage: appendguard run [OPTIONS] -- COMMAND [ARGS...]\n"
+    "Runs COMMAND with libappendguard.so preloaded (before an existing LD_PRELOAD) and enabled. The\n"
+    "APPENDGUARD_* variables already in the environment are the defaults (APPENDGUARD=audit stays audit);\n"
+    "the options override them.\n"
     "  --enforce             rewrite read-write opens into appends, refuse writes not at the end (default)\n"
     "  --audit               change nothing; report every operation an append-only mount would refuse\n"
     "  --trace               also log every operation on guarded files\n"
@@ -45,10 +58,55 @@ constexpr const char* kUsage =
     "  --reopen rewrite      reopen existing files by truncating and writing their bytes back, for stores\n"
     "                        that cannot append (mountpoint-s3); default append\n"
     "  --no-python-stack     leave the Python stack out of reports\n"
-    "report: violations in report logs (APPENDGUARD_LOG files, captured stderr), grouped by operation and\n"
-    "  file, with a count and the first report of each group.\n"
-    "doctor: checks the library, the configuration, that interposition works in this environment,\n"
-    "  and whether COMMAND can be reached by it (static and Go binaries cannot).\n";
+    "A static, Go, set-uid or set-gid COMMAND cannot be reached by the library: one line says so before it\n"
+    "starts.\n";
+
+constexpr const char* kDoctorUsage =
+    "usage: appendguard doctor [COMMAND | DIR]\n"
+    "Checks the library, the effective configuration (from the environment) and that interposition works\n"
+    "here. With COMMAND (found in PATH; #! scripts and pyenv-style shims are followed to the program they\n"
+    "run): whether the library can reach it. With DIR: the mount under DIR (type, source, options), a probe\n"
+    "of each append-only rule with a scratch file in DIR, and the settings it recommends.\n"
+    "Exit status: 0 all good, 1 problems found, 2 bad arguments.\n";
+
+constexpr const char* kReportUsage =
+    "usage: appendguard report LOG... (or - for standard input)\n"
+    "Reads report logs (APPENDGUARD_LOG files, captured stderr) and prints the violations grouped by\n"
+    "operation and file, with a count and the first report of each group.\n"
+    "Exit status: 0 no violation, 1 violations found, 2 a log could not be read.\n";
+
+// The environment section of `run --help`: the table of core/variables.h.
+std::string variables_usage() {
+  std::string text = "\nenvironment (docs/reference.md):\n";
+  for (const Variable& v : known_variables()) {
+    if (v.kind != VariableKind::kSetting) continue;
+    text += "  ";
+    text += v.name;
+    text += std::string(v.name).size() < 26 ? std::string(26 - std::string(v.name).size(), ' ') : " ";
+    text += v.help;
+    text += "\n";
+    text += std::string(28, ' ') + "accepted: " + v.accepted;
+    if (*v.default_value) text += std::string("; default ") + v.default_value;
+    text += "\n";
+  }
+  text += "set by the library itself (do not set):";
+  for (const Variable& v : known_variables()) {
+    if (v.kind == VariableKind::kInternal) text += std::string(" ") + v.name;
+  }
+  text += "\ntooling variables, ignored by the library:";
+  size_t column = 100;
+  for (const Variable& v : known_variables()) {
+    if (v.kind != VariableKind::kTooling) continue;
+    if (column + std::string(v.name).size() > 100) {
+      text += "\n ";
+      column = 1;
+    }
+    text += std::string(" ") + v.name;
+    column += 1 + std::string(v.name).size();
+  }
+  text += "\nany other name starting with APPENDGUARD stops an enabled program with status 2.\n";
+  return text;
+}
 
 std::string self_path() {
   char buf[PATH_MAX];
@@ -130,10 +188,17 @@ std::string check_configuration(const LaunchPlan& plan) {
     if (eq != std::string::npos) merged[entry.substr(0, eq)] = entry.substr(eq + 1);
   }
   for (const auto& [name, value] : plan.environment) merged[name] = value;
-  ConfigResult result = parse_config([](const char* name) -> const char* {
-    auto it = merged.find(name);
-    return it == merged.end() ? nullptr : it->second.c_str();
-  });
+  std::vector<std::string> entries;
+  for (const auto& [name, value] : merged) entries.push_back(name + "=" + value);
+  std::vector<const char*> environment;
+  for (const std::string& entry : entries) environment.push_back(entry.c_str());
+  environment.push_back(nullptr);
+  ConfigResult result = parse_config(
+      [](const char* name) -> const char* {
+        auto it = merged.find(name);
+        return it == merged.end() ? nullptr : it->second.c_str();
+      },
+      environment.data());
   return result.error;
 }
 
@@ -289,25 +354,52 @@ int report(const std::vector<std::string>& logs) {
   return total ? 1 : 0;
 }
 
-}  // namespace
+bool wants_help(const std::vector<std::string>& args) {
+  return !args.empty() && (args[0] == "--help" || args[0] == "-h");
+}
 
-int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
+int dispatch(std::vector<std::string> args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::fputs(kUsage, args.empty() ? stderr : stdout);
     return args.empty() ? 2 : 0;
   }
   std::string command = args[0];
   args.erase(args.begin());
-  if (command == "--version") {
-    std::printf("appendguard 0.1.0\n");
+  if (command == "--version" || command == "-V") {
+    std::printf("%s\n", kVersion);
     return 0;
   }
-  if (command == "run") return run(args);
-  if (command == "doctor") return doctor(args);
-  if (command == "report") return report(args);
+  if (command == "run") {
+    if (wants_help(args)) {
+      std::printf("%s%s", kRunUsage, variables_usage().c_str());
+      return 0;
+    }
+    return run(args);
+  }
+  if (command == "doctor") {
+    if (wants_help(args)) return std::fputs(kDoctorUsage, stdout), 0;
+    return doctor(args);
+  }
+  if (command == "report") {
+    if (wants_help(args)) return std::fputs(kReportUsage, stdout), 0;
+    return report(args);
+  }
   std::fprintf(stderr,
-               "appendguard: unknown command '%s': accepted: run, doctor, report, --help, --version\n",
+               "appendguard: unknown command '%s': accepted: run, doctor, report, --help, -V, --version\n",
                command.c_str());
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // No uncaught exception: whatever escapes (std::bad_alloc, an I/O failure) is one line and status 2.
+  try {
+    return dispatch(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "appendguard: internal error: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "appendguard: internal error (unknown exception)\n");
+  }
   return 2;
 }

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -67,11 +68,16 @@ void adopt_inherited_descriptors() {
 
 void initialize() {
   InternalScope internal;
-  ConfigResult result = parse_config([](const char* name) -> const char* { return secure_getenv(name); });
+  ConfigResult result = parse_config([](const char* name) -> const char* { return secure_getenv(name); },
+                                     getauxval(AT_SECURE) ? nullptr : environ);  // secure mode reads nothing
   if (!result.ok()) {
     std::string line = result.error + "\n";
     syscall(SYS_write, STDERR_FILENO, line.data(), line.size());
     _exit(2);  // a typo must never leave a job silently unguarded
+  }
+  for (const std::string& notice : result.notices) {
+    std::string line = notice + "\n";
+    syscall(SYS_write, STDERR_FILENO, line.data(), line.size());
   }
   if (result.config.mode == Mode::kOff) {
     g_runtime_state.store(static_cast<int>(RuntimeState::kOff), std::memory_order_release);
