@@ -15,6 +15,7 @@
 
 #include "core/carried_fds.h"
 #include "core/path.h"
+#include "core/pattern_check.h"
 #include "report/report.h"
 #include "shim/guard.h"
 #include "shim/mount_guard.h"
@@ -66,6 +67,11 @@ void adopt_inherited_descriptors() {
   closedir(dir);
 }
 
+bool is_directory(const char* path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 void initialize() {
   InternalScope internal;
   ConfigResult result = parse_config([](const char* name) -> const char* { return secure_getenv(name); },
@@ -74,6 +80,12 @@ void initialize() {
     std::string line = result.error + "\n";
     syscall(SYS_write, STDERR_FILENO, line.data(), line.size());
     _exit(2);  // a typo must never leave a job silently unguarded
+  }
+  if (result.config.mode != Mode::kOff) {
+    const char* paths = secure_getenv("APPENDGUARD_PATHS");
+    for (std::string& notice : pattern_notices(paths ? paths : "", is_directory)) {
+      result.notices.push_back(std::move(notice));
+    }
   }
   for (const std::string& notice : result.notices) {
     std::string line = notice + "\n";

@@ -46,6 +46,19 @@ class VariablesTest(TempDirTest):
                 proc = self.backward(mode=mode, APPENDGUARD_PATHS="*.safetensors")
                 self.assertEqual(proc.stderr, "")
 
+    def test_a_pattern_that_cannot_match_is_said_at_start_up(self):
+        for paths, why in (("*.safetensors,*.bin", "contains ','"), (self.dir, "names a directory"),
+                           (self.dir + "/", "cannot match any file: it ends with '/'"),
+                           ("*.safetensor", "not '.safetensors': misspelt?")):
+            with self.subTest(paths=paths):
+                proc = self.backward(APPENDGUARD_PATHS=paths)
+                self.assertOk(proc)  # said, not refused: the program runs
+                self.assertEqual(len(proc.stderr.splitlines()), 1, proc.stderr)
+                self.assertTrue(proc.stderr.startswith(f"appendguard: APPENDGUARD_PATHS pattern '{paths}' "),
+                                proc.stderr)
+                self.assertIn(why, proc.stderr)
+        self.assertNotIn("APPENDGUARD_PATHS pattern", self.backward(APPENDGUARD_PATHS=self.dir + "/**").stderr)
+
     def test_launcher_refuses_unknown_names_too(self):
         env = child_env(mode=None, preload=False, APPENDGUARD_PATH="/mnt/**")
         proc = subprocess.run([LAUNCHER, "run", "--", "true"], env=env, capture_output=True, text=True, timeout=60)
