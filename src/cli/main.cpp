@@ -143,41 +143,6 @@ std::string find_library() {
   return {};
 }
 
-std::string find_in_path(const std::string& command) {
-  if (command.find('/') != std::string::npos) return command;
-  const char* path = getenv("PATH");
-  std::string dirs = path ? path : "/usr/bin:/bin";
-  size_t start = 0;
-  while (start <= dirs.size()) {
-    size_t colon = dirs.find(':', start);
-    std::string dir = dirs.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
-    std::string candidate = (dir.empty() ? "." : dir) + "/" + command;
-    if (access(candidate.c_str(), X_OK) == 0 && is_file(candidate)) return candidate;
-    if (colon == std::string::npos) break;
-    start = colon + 1;
-  }
-  return {};
-}
-
-// The program a "#!" line runs: its first word, or for "/usr/bin/env NAME" the NAME found in PATH.
-std::string script_interpreter(const std::string& shebang) {
-  std::vector<std::string> words;
-  size_t at = 0;
-  while (at < shebang.size()) {
-    size_t start = shebang.find_first_not_of(" \t", at);
-    if (start == std::string::npos) break;
-    size_t end = shebang.find_first_of(" \t", start);
-    words.push_back(shebang.substr(start, end == std::string::npos ? std::string::npos : end - start));
-    at = end == std::string::npos ? shebang.size() : end;
-  }
-  if (words.empty()) return {};
-  if (words[0].size() >= 4 && words[0].substr(words[0].size() - 4) == "/env" && words.size() > 1) {
-    std::string found = find_in_path(words[1]);
-    return found.empty() ? words[1] : found;
-  }
-  return words[0];
-}
-
 // The configuration the command would get, checked with the library's own parser and messages.
 std::string check_configuration(const LaunchPlan& plan) {
   static std::map<std::string, std::string> merged;
@@ -218,6 +183,11 @@ int run(const std::vector<std::string>& args) {
   if (std::string error = check_configuration(parse.plan); !error.empty()) {
     std::fprintf(stderr, "%s\n", error.c_str());
     return 2;
+  }
+  if (std::string program = find_in_path(parse.plan.command[0]); !program.empty()) {
+    if (std::string warning = coverage_warning(program); !warning.empty()) {
+      std::fprintf(stderr, "%s\n", warning.c_str());
+    }
   }
   for (const auto& [name, value] : parse.plan.environment) setenv(name.c_str(), value.c_str(), 1);
   std::vector<char*> argv;

@@ -154,6 +154,40 @@ class LauncherTest(TempDirTest):
                 self.assertIn(f"{word}: NOT covered", proc.stdout)
                 self.assertNotIn("all good", proc.stdout)
 
+    def test_run_says_when_the_program_cannot_be_reached(self):
+        static = program("static_probe")
+        script = self.path("wrapper")
+        with open(script, "w") as f:
+            f.write(f"#!{static}\n")
+        os.chmod(script, 0o755)
+        for argv, shown in (([static], f"{static} is statically linked: NOT covered"),
+                            ([script], f"{script} runs {static}, which is statically linked: NOT covered")):
+            with self.subTest(argv=argv):
+                proc = launch("run", "--", *argv)
+                first = proc.stderr.splitlines()[0] if proc.stderr else ""
+                self.assertTrue(first.startswith("appendguard run: warning: "), proc.stderr)
+                self.assertIn(shown, first)
+                self.assertIn("its writes are not guarded", first)
+        proc = launch("run", "--", program("probe"), "backward", self.path("d.safetensors"))
+        self.assertNotIn("warning", proc.stderr)
+
+    def test_run_refuses_an_invalid_mode_in_the_environment(self):
+        proc = launch("run", "--", "true", APPENDGUARD="enforced")
+        self.assertOneLineStatus2(proc)
+        self.assertIn("APPENDGUARD='enforced'", proc.stderr)
+
+    def test_help_for_every_subcommand_and_version(self):
+        for args in (["--help"], ["-h"], ["run", "--help"], ["doctor", "--help"], ["report", "--help"],
+                     ["run", "-h"]):
+            with self.subTest(args=args):
+                proc = launch(*args)
+                self.assertOk(proc)
+                self.assertTrue(proc.stdout.startswith("usage: appendguard"), proc.stdout)
+        for flag in ("-V", "--version"):
+            proc = launch(flag)
+            self.assertOk(proc)
+            self.assertRegex(proc.stdout, r"^appendguard \d+\.\d+\.\d+\n$")
+
     def test_launcher_is_static(self):
         # No GLIBC_ symbol versions to require from the glibc it runs on (packaging.glibc_floor).
         out = subprocess.run(["readelf", "-l", LAUNCHER], capture_output=True, text=True, check=True).stdout
