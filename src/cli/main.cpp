@@ -20,8 +20,11 @@
 #include "cli/binary_check.h"
 #include "cli/input_file.h"
 #include "cli/launch_options.h"
+#include "cli/mount_probe.h"
 #include "cli/report_summary.h"
 #include "core/config.h"
+#include "core/mount_table.h"
+#include "core/pattern_check.h"
 #include "core/variables.h"
 
 using namespace appendguard;
@@ -121,6 +124,11 @@ bool is_file(const std::string& path) {
   return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+bool is_directory(const char* path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 // Where `cmake --install` puts the library, relative to where it puts us (GNUInstallDirs: lib, lib64 or
 // lib/<multiarch>); the wheel has bin/ and lib/ side by side in the appendguard package.
 #ifndef APPENDGUARD_LIBDIR_FROM_BINDIR
@@ -144,7 +152,7 @@ std::string find_library() {
 }
 
 // The configuration the command would get, checked with the library's own parser and messages.
-std::string check_configuration(const LaunchPlan& plan) {
+ConfigResult configuration_of(const LaunchPlan& plan) {
   static std::map<std::string, std::string> merged;
   merged.clear();
   for (char** e = environ; *e; ++e) {
@@ -164,7 +172,17 @@ std::string check_configuration(const LaunchPlan& plan) {
         return it == merged.end() ? nullptr : it->second.c_str();
       },
       environment.data());
-  return result.error;
+  auto found = merged.find("APPENDGUARD_PATHS");
+  if (result.ok() && result.config.mode != Mode::kOff) {
+    for (std::string& notice : pattern_notices(found == merged.end() ? "" : found->second, is_directory)) {
+      result.notices.push_back(std::move(notice));
+    }
+  }
+  return result;
+}
+
+std::string check_configuration(const LaunchPlan& plan) {
+  return configuration_of(plan).error;
 }
 
 int run(const std::vector<std::string>& args) {
@@ -233,12 +251,113 @@ bool interposition_works(const std::string& library, const std::string& dir) {
   return child > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && content == "abcdefgh";
 }
 
+// A pyenv-style shim (a script that runs `.../libexec/pyenv exec NAME`): the program `pyenv which NAME`
+// names, else "".
+std::string pyenv_target(const std::string& script) {
+  InputFile file = read_regular_file(script);
+  if (!file.ok || file.data.size() > (1 << 16)) return {};
+  const std::string& text = file.data;
+  size_t at = text.find("/libexec/pyenv\" exec");
+  if (at == std::string::npos) return {};
+  size_t quote = text.rfind('"', at);
+  if (quote == std::string::npos) return {};
+  std::string pyenv = text.substr(quote + 1, at + std::strlen("/libexec/pyenv") - quote - 1);
+  std::string name = script.substr(script.rfind('/') + 1);
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) return {};
+  pid_t child = fork();
+  if (child == 0) {
+    dup2(pipe_fds[1], STDOUT_FILENO);
+    int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) dup2(null, STDERR_FILENO);
+    close(pipe_fds[0]);
+    execl(pyenv.c_str(), "pyenv", "which", name.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(pipe_fds[1]);
+  InputFile out = read_bounded(pipe_fds[0], 1 << 16, 1 << 16);
+  close(pipe_fds[0]);
+  int status = 0;
+  if (child > 0) waitpid(child, &status, 0);
+  if (child <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || !out.ok) return {};
+  std::string path = out.data.substr(0, out.data.find('\n'));
+  return is_file(path) ? path : std::string();
+}
+
+void print_configuration(const ConfigResult& result, int& problems) {
+  if (!result.ok()) {
+    std::printf("configuration:  %s\n", result.error.c_str());
+    ++problems;
+    return;
+  }
+  const Config& c = result.config;
+  std::string paths = getenv("APPENDGUARD_PATHS") ? getenv("APPENDGUARD_PATHS") : "*.safetensors";
+  const char* fs = getenv("APPENDGUARD_FS");
+  std::printf("configuration:  valid; as `appendguard run` would start a program:\n");
+  std::printf("  mode %s, paths %s, on violation %s (%s), log %s\n", mode_name(c.mode), paths.c_str(),
+              action_name(c.on_violation), errno_name(c.violation_errno), c.log_target.c_str());
+  std::printf("  mounts %s, reopen %s, prealloc %s, trace %s, summary %s, backtrace %d, python stack %s\n",
+              fs ? fs : "known", c.reopen == Reopen::kRewrite ? "rewrite" : "append",
+              c.prealloc == Prealloc::kRefuse ? "refuse" : "defer", c.trace ? "on" : "off",
+              c.summary ? "on" : "off", c.backtrace_frames, c.python_stack ? "on" : "off");
+  for (const std::string& notice : result.notices) {
+    std::printf("  PROBLEM: %s\n", notice.c_str());
+    ++problems;
+  }
+}
+
+int doctor_directory(const std::string& dir) {
+  char resolved[PATH_MAX];
+  if (!realpath(dir.c_str(), resolved)) {
+    std::fprintf(stderr, "appendguard doctor: cannot resolve '%s': %s\n", dir.c_str(), std::strerror(errno));
+    return 2;
+  }
+  InputFile mountinfo;
+  if (int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC); fd >= 0) {
+    mountinfo = read_bounded(fd, size_t{64} << 20, size_t{1} << 20);
+    close(fd);
+  } else {
+    mountinfo.error = std::strerror(errno);
+  }
+  MountInfo mount;
+  if (!mountinfo.ok || !mount_of(mountinfo.data, resolved, mount)) {
+    std::printf("mount:          unknown (/proc/self/mountinfo: %s)\n",
+                mountinfo.ok ? "no mount holds it" : mountinfo.error.c_str());
+  } else {
+    std::printf("mount:          %s: type %s, source %s\n", mount.entry.mount_point.c_str(),
+                mount.entry.type.c_str(), mount.entry.source.c_str());
+    std::printf("                options %s; %s\n", mount.options.c_str(), mount.super_options.c_str());
+  }
+  MountSelection selection;
+  if (const char* fs = getenv("APPENDGUARD_FS")) parse_mount_selection(fs, selection);
+  bool known = is_append_only_mount(mount.entry, selection);
+  std::printf("whole mount:    %s\n", known ? "every file written here is guarded, whatever its name"
+                                            : "only files that APPENDGUARD_PATHS names are guarded here");
+  std::string error;
+  std::vector<ProbeResult> results = probe_directory(resolved, error);
+  if (results.empty()) {
+    std::printf("probe:          FAILED: %s\n", error.c_str());
+    return 1;
+  }
+  std::printf("probe of %s (scratch files, removed):\n", resolved);
+  std::printf("  %-38s %-34s %s\n", "rule", "without the library", "with it");
+  for (const ProbeResult& r : results) {
+    std::printf("  %-38s %-34s %s\n", rule_name(r.rule), r.detail.c_str(),
+                with_library(r.rule, results).c_str());
+  }
+  std::printf("recommended:\n");
+  for (const std::string& line : recommendations(mount, known, results))
+    std::printf("  - %s\n", line.c_str());
+  return 0;
+}
+
 int doctor(const std::vector<std::string>& args) {
   int problems = 0;
   // The command is checked first: a bad argument is one line and status 2, before any other output.
   std::string command_path;
+  bool directory = !args.empty() && is_directory(args[0].c_str());
   BinaryCheck check;
-  if (!args.empty()) {
+  if (!args.empty() && !directory) {
     command_path = find_in_path(args[0]);
     if (command_path.empty()) {
       std::fprintf(stderr, "appendguard doctor: '%s' is not found in PATH\n", args[0].c_str());
@@ -257,12 +376,13 @@ int doctor(const std::vector<std::string>& args) {
     return 1;
   }
   std::printf("library:        %s\n", library.c_str());
-  LaunchParse parse = parse_run_arguments({"--", "true"}, library, "");
-  if (std::string error = check_configuration(parse.plan); !error.empty()) {
-    std::printf("configuration:  %s\n", error.c_str());
+  const char* mode = getenv("APPENDGUARD");
+  LaunchParse parse = parse_run_arguments({"--", "true"}, library, "", mode ? mode : "");
+  if (!parse.ok()) {
+    std::printf("configuration:  %s\n", parse.error.c_str());
     ++problems;
   } else {
-    std::printf("configuration:  valid\n");
+    print_configuration(configuration_of(parse.plan), problems);
   }
   char dir_template[] = "/tmp/appendguard-doctor-XXXXXX";
   const char* dir = mkdtemp(dir_template);
@@ -271,19 +391,31 @@ int doctor(const std::vector<std::string>& args) {
   std::printf("interposition:  %s\n", works ? "works (a backward write to a guarded file was refused)"
                                             : "FAILED (LD_PRELOAD did not take effect here)");
   if (!works) ++problems;
-  if (!args.empty()) {
+  if (directory) {
+    int status = doctor_directory(args[0]);
+    if (status == 2) return 2;
+    if (status != 0) ++problems;
+  } else if (!args.empty()) {
     std::printf("command:        %s: %s%s%s\n", command_path.c_str(), describe(check.kind),
                 check.detail.empty() ? "" : ": ", check.detail.c_str());
-    if (check.kind == BinaryKind::kScript) {
-      std::string interpreter = script_interpreter(check.detail);
-      BinaryCheck inner = check_binary(interpreter);
-      std::printf("interpreter:    %s: %s%s%s\n", interpreter.c_str(), describe(inner.kind),
-                  inner.kind == BinaryKind::kUnreadable ? ": " : "",
-                  inner.kind == BinaryKind::kUnreadable ? inner.detail.c_str() : "");
-      if (inner.kind != BinaryKind::kDynamic) ++problems;
-    } else if (check.kind != BinaryKind::kDynamic) {
-      ++problems;
+    std::string current = command_path;
+    BinaryCheck inner = check;
+    for (int level = 0; level < 4 && inner.kind == BinaryKind::kScript; ++level) {
+      std::string next = pyenv_target(current);
+      const char* label = "shim for:       ";
+      if (next.empty()) {
+        next = script_interpreter(inner.detail);
+        label = "interpreter:    ";
+      }
+      inner = check_binary(next);
+      std::printf("%s%s: %s%s%s\n", label, next.c_str(), describe(inner.kind),
+                  inner.kind == BinaryKind::kUnreadable || inner.kind == BinaryKind::kScript ? ": " : "",
+                  inner.kind == BinaryKind::kUnreadable || inner.kind == BinaryKind::kScript
+                      ? inner.detail.c_str()
+                      : "");
+      current = next;
     }
+    if (inner.kind != BinaryKind::kDynamic) ++problems;
   }
   std::printf("%s\n", problems ? "appendguard doctor: problems found" : "appendguard doctor: all good");
   return problems ? 1 : 0;

@@ -119,7 +119,7 @@ class LauncherTest(TempDirTest):
         # (timeout=60 in launch() turns a hang into an error).
         fifo = self.path("cmd.fifo")
         os.mkfifo(fifo)
-        for args in (["doctor", self.dir], ["report", self.dir], ["report", "/dev/zero"], ["doctor", fifo],
+        for args in (["report", self.dir], ["report", "/dev/zero"], ["doctor", fifo],
                      ["report", fifo], ["doctor", "/dev/zero"], ["doctor", self.path("missing")]):
             with self.subTest(args=args):
                 proc = launch(*args)
@@ -187,6 +187,42 @@ class LauncherTest(TempDirTest):
             proc = launch(flag)
             self.assertOk(proc)
             self.assertRegex(proc.stdout, r"^appendguard \d+\.\d+\.\d+\n$")
+
+    def test_doctor_prints_the_effective_configuration(self):
+        proc = launch("doctor", APPENDGUARD="audit", APPENDGUARD_PATHS="*.bin:*.safetensor", APPENDGUARD_FS="none")
+        self.assertEqual(proc.returncode, 1, proc.stdout)  # the misspelt pattern is a problem
+        self.assertIn("mode audit, paths *.bin:*.safetensor, on violation warn", proc.stdout)
+        self.assertIn("mounts none,", proc.stdout)
+        self.assertIn("PROBLEM: appendguard: APPENDGUARD_PATHS pattern '*.safetensor'", proc.stdout)
+        self.assertIn("interposition:  works", proc.stdout)  # the probe keeps its own defaults
+        proc = launch("doctor", APPENDGUARD_PATH="x")
+        self.assertIn("did you mean APPENDGUARD_PATHS?", proc.stdout)
+        self.assertEqual(proc.returncode, 1)
+
+    def test_doctor_follows_scripts_and_pyenv_shims(self):
+        static = program("static_probe")
+        shims = os.path.join(self.dir, "shims")
+        libexec = os.path.join(self.dir, "libexec")
+        os.makedirs(shims)
+        os.makedirs(libexec)
+        pyenv = os.path.join(libexec, "pyenv")
+        with open(pyenv, "w") as f:  # a stand-in for pyenv: `pyenv which NAME` names the real program
+            f.write(f'#!/bin/sh\n[ "$1" = which ] && echo {static}\n')
+        shim = os.path.join(shims, "python3")
+        with open(shim, "w") as f:  # the shape of pyenv's shims
+            f.write(f'#!/usr/bin/env bash\nset -e\nprogram="${{0##*/}}"\nexec "{pyenv}" exec "$program" "$@"\n')
+        for path in (pyenv, shim):
+            os.chmod(path, 0o755)
+        proc = launch("doctor", shim)
+        self.assertEqual(proc.returncode, 1, proc.stdout)
+        self.assertIn(f"shim for:       {static}: statically linked: NOT covered", proc.stdout)
+        script = self.path("run.sh")
+        with open(script, "w") as f:
+            f.write(f"#!{shim}\n")
+        os.chmod(script, 0o755)
+        proc = launch("doctor", script)
+        self.assertIn(f"interpreter:    {shim}: a script", proc.stdout)
+        self.assertIn(f"shim for:       {static}: statically linked: NOT covered", proc.stdout)
 
     def test_launcher_is_static(self):
         # No GLIBC_ symbol versions to require from the glibc it runs on (packaging.glibc_floor).
