@@ -271,6 +271,8 @@ ConfigResult parse_config(EnvLookup lookup, const char* const* environment) {
       return result;
     }
   }
+  // Unset: only into a log file (on stderr it would mix with the program's own output).
+  config.summary = config.log_target != "stderr";
   if (const char* v = get("APPENDGUARD_SUMMARY")) {
     if (!parse_bool(v, config.summary)) {
       result.error = bad_value("APPENDGUARD_SUMMARY", v, "accepted: 1, on, yes, true; 0, off, no, false");

@@ -31,7 +31,9 @@ struct Config {
   int backtrace_frames = 32;
   bool trace = false;
   bool python_stack = true;
-  bool summary = true;  // APPENDGUARD_SUMMARY: one line at exit from a process that touched guarded files
+  // APPENDGUARD_SUMMARY: one line at exit from a process that touched guarded files; unset, only when
+  // APPENDGUARD_LOG is a file.
+  bool summary = false;
   Reopen reopen = Reopen::kAppend;
   MountSelection mounts;  // APPENDGUARD_FS: mounts on which every written file is guarded
   Prealloc prealloc = Prealloc::kDefer;

@@ -31,7 +31,7 @@ constexpr Variable kVariables[] = {
      "the mounts on which every file opened for writing is guarded"},
     {"APPENDGUARD_PREALLOC", VariableKind::kSetting, "defer, refuse", "defer",
      "what enforce mode does with a call that only grows a guarded file"},
-    {"APPENDGUARD_SUMMARY", VariableKind::kSetting, kBool, "on",
+    {"APPENDGUARD_SUMMARY", VariableKind::kSetting, kBool, "on with a log file, off on stderr",
      "one summary line at exit from a process that touched guarded files"},
     {"APPENDGUARD_CARRIED_FDS", VariableKind::kInternal, "set by the library", "",
      "guarded descriptors carried across exec; read and removed at start-up"},

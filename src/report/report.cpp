@@ -13,6 +13,7 @@
 #include "report/log_sink.h"
 #include "report/python_stack.h"
 #include "report/scratch.h"
+#include "report/summary.h"
 
 namespace appendguard {
 namespace {
@@ -90,6 +91,9 @@ ProcessIdentity current_identity() {
   who.tid = static_cast<pid_t>(syscall(SYS_gettid));
   who.program = program;
   who.rank = rank_from_environment();
+  static char host[256];
+  if (host[0] == '\0' && gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "unknown");
+  who.host = host;
   return who;
 }
 
@@ -120,6 +124,10 @@ void format_violation(TextBuffer& out, const Violation& v, const ProcessIdentity
     out.add(" ({})", errno_name(v.error));
   }
   if (v.outcome == Outcome::kLetThrough) out.add("; the bytes land at offset {}", v.landing_offset);
+  if (v.outcome == Outcome::kAuditOnly) {
+    out.add_text(v.fixed_by_enforce ? "; fixed by enforce mode" : "; needs a code change");
+  }
+  out.add("; pid {} rank {} host {}", who.pid, who.rank, who.host);
   out.add("\n  why: {}\n", v.why);
   if (const Description* d = v.description) {
     char original[160];
@@ -164,6 +172,12 @@ int capture_open_site(void** frames, int max_frames) {
 }
 
 void report_violation(const Violation& v) {
+  if (v.outcome == Outcome::kAuditOnly && v.fixed_by_enforce) {
+    count_event(g_summary.fixed_by_enforce);
+  } else {
+    count_event(g_summary.violations);
+  }
+  if (v.outcome == Outcome::kRefused && v.has_count) count_event(g_summary.refused_bytes, v.count);
   // The stacks are captured into per-thread scratch memory, not onto the stack (docs/design.md).
   ScratchLease lease;
   ReportScratch* scratch = lease.get();
@@ -224,6 +238,12 @@ void reset_reporter_after_fork() {
   t_reporting = false;
   unwinder_after_fork_child();
   python_stack_after_fork_child();
+}
+
+void report_line(std::string_view text) {
+  ReportLock guard;
+  if (guard.reentered()) return write_reentered_line(text);
+  g_sink.write(text);
 }
 
 void report_notice(const char* message) {

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <string_view>
 
 #include "core/config.h"
 #include "core/file_table.h"
@@ -34,6 +35,9 @@ struct Violation {
   Outcome outcome = Outcome::kRefused;
   int error = 0;
   uint64_t landing_offset = 0;
+  // Audit mode: enforce mode would fix this by itself (a read-write or plain write-only open it rewrites,
+  // a growing preallocation it defers); otherwise the program needs a code change.
+  bool fixed_by_enforce = false;
 };
 
 struct ProcessIdentity {
@@ -41,6 +45,7 @@ struct ProcessIdentity {
   pid_t tid = 0;
   const char* program = "";
   const char* rank = "0";
+  const char* host = "unknown";
 };
 
 // The text of a report without the stacks (pure; unit-tested).
@@ -67,5 +72,7 @@ int capture_open_site(void** frames, int max_frames);
 void reset_reporter_after_fork();
 // A message that is not a violation ("appendguard: ..."), e.g. a descriptor we could not track.
 void report_notice(const char* text);
+// A line already formatted (ending with a newline), e.g. the summary at exit.
+void report_line(std::string_view text);
 
 }  // namespace appendguard

@@ -12,11 +12,13 @@
 
 #include <cstdio>
 #include <cstring>
+#include <new>
 
 #include "core/carried_fds.h"
 #include "core/path.h"
 #include "core/pattern_check.h"
 #include "report/report.h"
+#include "report/summary.h"
 #include "shim/guard.h"
 #include "shim/mount_guard.h"
 #include "shim/real_io.h"
@@ -45,6 +47,8 @@ void after_fork_parent() {
 void after_fork_child() {
   g_files.after_fork_child();
   reset_reporter_after_fork();
+  g_summary.~SummaryCounters();  // the child's summary counts its own calls
+  new (&g_summary) SummaryCounters();
   g_owner_pid.store(raw_getpid(), std::memory_order_relaxed);
 }
 
@@ -102,6 +106,7 @@ void initialize() {
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
   load_mount_table();
   adopt_inherited_descriptors();
+  if (g_config->summary) enable_summary_at_exit();  // before: runs after the reservations are filled
   atexit(fill_reservations_at_exit);
   RuntimeState state = g_config->mode == Mode::kEnforce ? RuntimeState::kEnforce : RuntimeState::kAudit;
   g_runtime_state.store(static_cast<int>(state), std::memory_order_release);

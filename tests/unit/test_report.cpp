@@ -10,6 +10,7 @@
 #include "cli/report_summary.h"
 #include "report/log_sink.h"
 #include "report/report.h"
+#include "report/summary.h"
 
 using namespace appendguard;
 
@@ -43,14 +44,14 @@ TEST_CASE("the first line of a violation names everything needed") {
   v.why = "because";
   v.outcome = Outcome::kRefused;
   v.error = EOPNOTSUPP;
-  ProcessIdentity who{10, 12, "/usr/bin/python3", "2"};
+  ProcessIdentity who{10, 12, "/usr/bin/python3", "2", "node17"};
   char text[2048];
   TextBuffer out(text, sizeof text);
   format_violation(out, v, who);
   std::string s(out.view());
   CHECK(
       s.rfind("appendguard: violation: write /ckpt/a.safetensors fd=5 bytes=4096 offset=0 end_of_file=8192: "
-              "refused (EOPNOTSUPP)\n",
+              "refused (EOPNOTSUPP); pid 10 rank 2 host node17\n",
               0) == 0);
   CHECK(s.find("  why: because\n") != std::string::npos);
   CHECK(s.find("  opened: open64(\"/ckpt/a.safetensors\", O_RDWR|O_CLOEXEC), rewritten to "
@@ -74,6 +75,21 @@ TEST_CASE("let-through and audit outcomes") {
   v.outcome = Outcome::kAuditOnly;
   format_violation(out, v, ProcessIdentity{});
   CHECK(std::string(out.view()).find("allowed (audit mode)") != std::string::npos);
+  CHECK(std::string(out.view()).find("mount; needs a code change; pid ") != std::string::npos);
+  out.clear();
+  v.fixed_by_enforce = true;
+  format_violation(out, v, ProcessIdentity{});
+  CHECK(std::string(out.view()).find("mount; fixed by enforce mode; pid ") != std::string::npos);
+}
+
+TEST_CASE("the summary line") {
+  char text[512];
+  TextBuffer out(text, sizeof text);
+  SummaryValues v{3, 1, 120, 4096, 2, 1, 10, 0};
+  format_summary(out, v, 42, "7", "node17");
+  CHECK(std::string(out.view()) ==
+        "appendguard: summary: pid=42 rank=7 host=node17 guarded_opens=3 rewritten_opens=1 writes=120 "
+        "bytes=4096 violations=2 fixed_by_enforce=1 refused_bytes=10 held_sessions=0\n");
 }
 
 TEST_CASE("trace lines and bounded buffers") {

@@ -102,7 +102,12 @@ TEST_CASE("inert: unknown names are no error; APPENDGUARD unset with settings pr
 }
 
 TEST_CASE("summary switch") {
-  CHECK(parse_with_environment({{"APPENDGUARD", "1"}}).config.summary);
+  CHECK_FALSE(parse_with_environment({{"APPENDGUARD", "1"}}).config.summary);  // stderr: off unless asked
+  CHECK(parse_with_environment({{"APPENDGUARD", "1"}, {"APPENDGUARD_LOG", "/x/%p.log"}}).config.summary);
+  CHECK(parse_with_environment({{"APPENDGUARD", "1"}, {"APPENDGUARD_SUMMARY", "1"}}).config.summary);
+  CHECK_FALSE(
+      parse_with_environment({{"APPENDGUARD", "1"}, {"APPENDGUARD_LOG", "/x"}, {"APPENDGUARD_SUMMARY", "0"}})
+          .config.summary);
   ConfigResult r = parse_with_environment({{"APPENDGUARD", "1"}, {"APPENDGUARD_SUMMARY", "maybe"}});
   CHECK(r.error ==
         "appendguard: invalid APPENDGUARD_SUMMARY='maybe': accepted: 1, on, yes, true; 0, off, no, false");

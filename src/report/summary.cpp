@@ -1,0 +1,48 @@
+#include "report/summary.h"
+
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "report/log_sink.h"
+#include "report/report.h"
+
+namespace appendguard {
+
+constinit SummaryCounters g_summary;
+
+SummaryValues read_summary(const SummaryCounters& c) {
+  auto get = [](const std::atomic<uint64_t>& v) { return v.load(std::memory_order_relaxed); };
+  return SummaryValues{get(c.guarded_opens), get(c.rewritten_opens), get(c.writes),
+                       get(c.bytes),         get(c.violations),      get(c.fixed_by_enforce),
+                       get(c.refused_bytes), get(c.held_sessions)};
+}
+
+void format_summary(TextBuffer& out, const SummaryValues& v, pid_t pid, const char* rank, const char* host) {
+  out.add(
+      "appendguard: summary: pid={} rank={} host={} guarded_opens={} rewritten_opens={} writes={} "
+      "bytes={} violations={} fixed_by_enforce={} refused_bytes={} held_sessions={}\n",
+      pid, rank, host, v.guarded_opens, v.rewritten_opens, v.writes, v.bytes, v.violations,
+      v.fixed_by_enforce, v.refused_bytes, v.held_sessions);
+}
+
+namespace {
+
+void write_summary() {
+  SummaryValues v = read_summary(g_summary);
+  if (v.guarded_opens == 0 && v.violations == 0 && v.fixed_by_enforce == 0) return;  // touched none
+  char host[256] = "unknown";
+  gethostname(host, sizeof host - 1);
+  char text[512];
+  TextBuffer out(text, sizeof text);
+  format_summary(out, v, static_cast<pid_t>(syscall(SYS_getpid)), rank_from_environment(), host);
+  report_line(out.view());
+}
+
+}  // namespace
+
+void enable_summary_at_exit() {
+  atexit(write_summary);
+}
+
+}  // namespace appendguard
