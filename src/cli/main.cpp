@@ -444,13 +444,27 @@ int report(const std::vector<std::string>& logs) {
     collect_violations(in.data, groups);
   }
   size_t total = 0;
-  for (const ViolationGroup& g : groups) total += g.count;
-  std::printf("appendguard report: %zu violation%s in %zu group%s (operation, file) from %zu log%s\n", total,
-              total == 1 ? "" : "s", groups.size(), groups.size() == 1 ? "" : "s", logs.size(),
-              logs.size() == 1 ? "" : "s");
+  size_t fixed = 0;
+  size_t counted_groups = 0;
   for (const ViolationGroup& g : groups) {
-    std::printf("\n%6zu x %s %s\n         first: %s\n", g.count, g.operation.c_str(), g.shown_path.c_str(),
-                g.first_line.c_str());
+    (g.fixed_by_enforce ? fixed : total) += g.count;
+    if (!g.fixed_by_enforce) ++counted_groups;
+  }
+  std::printf("appendguard report: %zu violation%s in %zu group%s (operation, file) from %zu log%s", total,
+              total == 1 ? "" : "s", counted_groups, counted_groups == 1 ? "" : "s", logs.size(),
+              logs.size() == 1 ? "" : "s");
+  if (fixed)
+    std::printf("; %zu audit finding%s fixed by enforce mode, not counted", fixed, fixed == 1 ? "" : "s");
+  std::printf("\n");
+  for (const ViolationGroup& g : groups) {
+    std::printf("\n%6zu x %s %s%s\n", g.count, g.operation.c_str(), g.shown_path.c_str(),
+                g.fixed_by_enforce ? "  [fixed by enforce mode]" : "");
+    if (!g.ranks.empty()) {
+      std::string ranks;
+      for (const std::string& r : g.ranks) ranks += (ranks.empty() ? "" : ",") + r;
+      std::printf("         ranks: %s\n", ranks.c_str());
+    }
+    std::printf("         first: %s\n", g.first_line.c_str());
     if (!g.why.empty()) std::printf("         why: %s\n", g.why.c_str());
   }
   return total ? 1 : 0;

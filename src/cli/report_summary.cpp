@@ -42,6 +42,17 @@ size_t read_escaped_path(std::string_view text, std::string& path) {
   return quoted ? 0 : i;
 }
 
+// The rank of "; pid P rank R host H" at the end of a first line, or "".
+std::string rank_of(std::string_view line) {
+  size_t at = line.rfind("; pid ");
+  if (at == std::string_view::npos) return {};
+  size_t rank = line.find(" rank ", at);
+  if (rank == std::string_view::npos) return {};
+  rank += 6;
+  size_t end = line.find(' ', rank);
+  return std::string(line.substr(rank, end == std::string_view::npos ? std::string_view::npos : end - rank));
+}
+
 }  // namespace
 
 void collect_violations(std::string_view log, std::vector<ViolationGroup>& groups) {
@@ -68,11 +79,22 @@ void collect_violations(std::string_view log, std::vector<ViolationGroup>& group
       }
       last_is_new = last == nullptr;
       if (!last) {
-        groups.push_back(ViolationGroup{operation, path, std::string(rest.substr(space + 1, used)), 0,
-                                        std::string(line), ""});
+        groups.push_back(ViolationGroup{operation,
+                                        path,
+                                        std::string(rest.substr(space + 1, used)),
+                                        0,
+                                        std::string(line),
+                                        "",
+                                        line.find("; fixed by enforce mode") != std::string_view::npos,
+                                        {}});
         last = &groups.back();
       }
       ++last->count;
+      if (std::string rank = rank_of(line); !rank.empty()) {
+        bool seen = false;
+        for (const std::string& r : last->ranks) seen = seen || r == rank;
+        if (!seen) last->ranks.push_back(rank);
+      }
     } else if (last && last_is_new && line.substr(0, kWhy.size()) == kWhy) {
       last->why = std::string(line.substr(kWhy.size()));
       last_is_new = false;

@@ -14,6 +14,10 @@ struct ViolationGroup {
   size_t count = 0;
   std::string first_line;  // the first report's first line
   std::string why;         // its "why:" line
+  // Audit findings that enforce mode fixes by itself ("; fixed by enforce mode" on the first line): not
+  // counted as violations by `appendguard report`.
+  bool fixed_by_enforce = false;
+  std::vector<std::string> ranks;  // distinct, in order of appearance ("; pid P rank R host H")
 };
 
 // Adds the violations found in `log` (any text; non-report lines are ignored) to `groups`, keeping the

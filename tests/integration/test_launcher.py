@@ -71,9 +71,13 @@ class LauncherTest(TempDirTest):
         open(clean, "w").close()
         proc = launch("report", *logs, clean)
         self.assertEqual(proc.returncode, 1, proc.stderr)  # violations found
-        self.assertIn("appendguard report: 4 violations in 4 groups (operation, file) from 3 logs", proc.stdout)
+        # The read-write opens are fixed by enforce mode: listed, not counted; the writes need a code change.
+        self.assertIn("appendguard report: 2 violations in 2 groups (operation, file) from 3 logs; 2 audit "
+                      "findings fixed by enforce mode, not counted", proc.stdout)
         self.assertEqual(proc.stdout.count("     1 x write "), 2)
+        self.assertEqual(proc.stdout.count("  [fixed by enforce mode]"), 2)
         self.assertEqual(proc.stdout.count("     1 x open "), 2)
+        self.assertIn("ranks: 0", proc.stdout)
         self.assertIn("why: the position is not the end of file", proc.stdout)
         proc = launch("report", clean)
         self.assertEqual(proc.returncode, 0)
@@ -129,6 +133,17 @@ class LauncherTest(TempDirTest):
             proc = subprocess.run([LAUNCHER, "report", "-"], stdin=zero, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True, timeout=60)
         self.assertOneLineStatus2(proc)
+
+    def test_report_passes_when_enforce_mode_fixes_everything(self):
+        # The pre-flight check: an audit run whose only findings are read-write reopens exits 0.
+        log = self.path("fixed.log")
+        with open(log, "w") as f:
+            f.write("appendguard: violation: open64 /c/x.safetensors fd=3 end_of_file=5: allowed (audit mode): this "
+                    "would fail on an append-only mount; fixed by enforce mode; pid 7 rank 3 host h\n")
+        proc = launch("report", log)
+        self.assertEqual(proc.returncode, 0, proc.stdout)
+        self.assertIn("0 violations in 0 groups", proc.stdout)
+        self.assertIn("ranks: 3", proc.stdout)
 
     def test_report_reads_standard_input_from_a_pipe(self):
         line = ("appendguard: violation: write /c/x.safetensors fd=3 bytes=1 offset=0 end_of_file=5: refused "

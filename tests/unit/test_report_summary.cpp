@@ -35,3 +35,22 @@ TEST_CASE("violations are grouped by operation and file, in order of first appea
   collect_violations("", none);
   CHECK(none.empty());
 }
+
+TEST_CASE("audit findings enforce mode fixes, and the ranks of a group") {
+  const char* log =
+      "appendguard: violation: open64 /c/x.safetensors fd=3 end_of_file=5: allowed (audit mode): this would "
+      "fail on an append-only mount; fixed by enforce mode; pid 7 rank 3 host h\n"
+      "appendguard: violation: write /c/x.safetensors fd=3 bytes=1 offset=0 end_of_file=5: allowed (audit "
+      "mode): this would fail on an append-only mount; needs a code change; pid 7 rank 3 host h\n"
+      "appendguard: violation: write /c/x.safetensors fd=3 bytes=1 offset=0 end_of_file=5: allowed (audit "
+      "mode): this would fail on an append-only mount; needs a code change; pid 9 rank 12 host g\n"
+      "appendguard: violation: write /c/x.safetensors fd=3 bytes=1 offset=0 end_of_file=5: allowed (audit "
+      "mode): this would fail on an append-only mount; needs a code change; pid 8 rank 3 host h\n";
+  std::vector<ViolationGroup> groups;
+  collect_violations(log, groups);
+  REQUIRE(groups.size() == 2);
+  CHECK(groups[0].fixed_by_enforce);
+  CHECK_FALSE(groups[1].fixed_by_enforce);
+  CHECK(groups[1].count == 3);
+  CHECK(groups[1].ranks == std::vector<std::string>{"3", "12"});
+}
