@@ -73,9 +73,12 @@ constexpr const char* kDoctorUsage =
     "Exit status: 0 all good, 1 problems found, 2 bad arguments.\n";
 
 constexpr const char* kReportUsage =
-    "usage: appendguard report LOG... (or - for standard input)\n"
-    "Reads report logs (APPENDGUARD_LOG files, captured stderr) and prints the violations grouped by\n"
-    "operation and file, with a count and the first report of each group.\n"
+    "usage: appendguard report [--json] LOG... (or - for standard input)\n"
+    "Reads report logs (APPENDGUARD_LOG files, captured stderr) and prints the violations grouped by call\n"
+    "site across ranks (the innermost Python frame, else the first native frame outside libc and the\n"
+    "library; by operation and file for reports without a stack), with a count, the ranks, the first\n"
+    "report and its log. Audit findings that enforce mode fixes are listed, not counted.\n"
+    "  --json   one JSON object: violations, fixed_by_enforce, logs, groups[]\n"
     "Exit status: 0 no violation, 1 violations found, 2 a log could not be read.\n";
 
 // The environment section of `run --help`: the table of core/variables.h.
@@ -424,10 +427,38 @@ int doctor(const std::vector<std::string>& args) {
 constexpr size_t kMaxStandardInput = size_t{1} << 30;
 constexpr size_t kMaxLine = size_t{1} << 20;
 
-int report(const std::vector<std::string>& logs) {
+std::string json_string(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20 || u == 0x7f) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", u);
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+int report(std::vector<std::string> logs) {
+  bool json = false;
+  for (auto it = logs.begin(); it != logs.end();) {
+    if (*it == "--json") {
+      json = true;
+      it = logs.erase(it);
+    } else {
+      ++it;
+    }
+  }
   if (logs.empty()) {
-    std::fprintf(stderr,
-                 "appendguard report: no log given: usage: appendguard report LOG... (- for stdin)\n");
+    std::fprintf(
+        stderr,
+        "appendguard report: no log given: usage: appendguard report [--json] LOG... (- for stdin)\n");
     return 2;
   }
   std::vector<ViolationGroup> groups;
@@ -441,7 +472,7 @@ int report(const std::vector<std::string>& logs) {
                    name == "-" ? "standard input" : name.c_str(), in.error.c_str());
       return 2;
     }
-    collect_violations(in.data, groups);
+    collect_violations(in.data, groups, name == "-" ? "(standard input)" : name);
   }
   size_t total = 0;
   size_t fixed = 0;
@@ -450,21 +481,44 @@ int report(const std::vector<std::string>& logs) {
     (g.fixed_by_enforce ? fixed : total) += g.count;
     if (!g.fixed_by_enforce) ++counted_groups;
   }
-  std::printf("appendguard report: %zu violation%s in %zu group%s (operation, file) from %zu log%s", total,
-              total == 1 ? "" : "s", counted_groups, counted_groups == 1 ? "" : "s", logs.size(),
-              logs.size() == 1 ? "" : "s");
+  if (json) {
+    std::string out = "{\"violations\":" + std::to_string(total) +
+                      ",\"fixed_by_enforce\":" + std::to_string(fixed) +
+                      ",\"logs\":" + std::to_string(logs.size()) + ",\"groups\":[";
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const ViolationGroup& g = groups[i];
+      std::string ranks;
+      for (const std::string& r : g.ranks) ranks += (ranks.empty() ? "" : ",") + json_string(r);
+      out += (i ? "," : "") + std::string("{\"operation\":") + json_string(g.operation) +
+             ",\"site\":" + json_string(g.site) + ",\"count\":" + std::to_string(g.count) +
+             ",\"fixed_by_enforce\":" + (g.fixed_by_enforce ? "true" : "false") + ",\"ranks\":[" + ranks +
+             "],\"files\":" + std::to_string(g.files) + ",\"path\":" + json_string(g.path) +
+             ",\"why\":" + json_string(g.why) + ",\"first\":" + json_string(g.first_line) +
+             ",\"log\":" + json_string(g.first_log) + "}";
+    }
+    std::printf("%s]}\n", out.c_str());
+    return total ? 1 : 0;
+  }
+  std::printf(
+      "appendguard report: %zu violation%s in %zu group%s (call site, else operation and file) from "
+      "%zu log%s",
+      total, total == 1 ? "" : "s", counted_groups, counted_groups == 1 ? "" : "s", logs.size(),
+      logs.size() == 1 ? "" : "s");
   if (fixed)
     std::printf("; %zu audit finding%s fixed by enforce mode, not counted", fixed, fixed == 1 ? "" : "s");
   std::printf("\n");
   for (const ViolationGroup& g : groups) {
     std::printf("\n%6zu x %s %s%s\n", g.count, g.operation.c_str(), g.shown_path.c_str(),
                 g.fixed_by_enforce ? "  [fixed by enforce mode]" : "");
+    if (!g.site.empty()) std::printf("         at: %s\n", g.site.c_str());
+    if (g.files > 1) std::printf("         files: %zu (the first shown)\n", g.files);
     if (!g.ranks.empty()) {
       std::string ranks;
       for (const std::string& r : g.ranks) ranks += (ranks.empty() ? "" : ",") + r;
       std::printf("         ranks: %s\n", ranks.c_str());
     }
     std::printf("         first: %s\n", g.first_line.c_str());
+    if (!g.first_log.empty()) std::printf("         log: %s\n", g.first_log.c_str());
     if (!g.why.empty()) std::printf("         why: %s\n", g.why.c_str());
   }
   return total ? 1 : 0;

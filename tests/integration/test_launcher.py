@@ -1,4 +1,5 @@
 """The `appendguard` launcher: run and doctor."""
+import json
 import os
 import unittest
 
@@ -64,21 +65,30 @@ class LauncherTest(TempDirTest):
         for rank in range(2):
             log = self.path(f"audit-{rank}.log")
             proc = launch("run", "--audit", "--log", log, "--", program("probe"), "backward",
-                          self.path(f"r{rank}.safetensors"))
+                          self.path(f"r{rank}.safetensors"), RANK=str(rank))
             self.assertOk(proc)
             logs.append(log)
         clean = self.path("clean.log")
         open(clean, "w").close()
         proc = launch("report", *logs, clean)
         self.assertEqual(proc.returncode, 1, proc.stderr)  # violations found
-        # The read-write opens are fixed by enforce mode: listed, not counted; the writes need a code change.
-        self.assertIn("appendguard report: 2 violations in 2 groups (operation, file) from 3 logs; 2 audit "
-                      "findings fixed by enforce mode, not counted", proc.stdout)
-        self.assertEqual(proc.stdout.count("     1 x write "), 2)
-        self.assertEqual(proc.stdout.count("  [fixed by enforce mode]"), 2)
-        self.assertEqual(proc.stdout.count("     1 x open "), 2)
-        self.assertIn("ranks: 0", proc.stdout)
+        # One call site in two ranks is one group. The read-write opens are fixed by enforce mode: listed, not
+        # counted; the writes need a code change.
+        self.assertIn("appendguard report: 2 violations in 1 group (call site, else operation and file) from 3 "
+                      "logs; 2 audit findings fixed by enforce mode, not counted", proc.stdout)
+        self.assertEqual(proc.stdout.count("     2 x write "), 1, proc.stdout)
+        self.assertEqual(proc.stdout.count("     2 x open"), 1, proc.stdout)
+        self.assertEqual(proc.stdout.count("  [fixed by enforce mode]"), 1)
+        self.assertEqual(proc.stdout.count("ranks: 0,1"), 2)
+        self.assertEqual(proc.stdout.count("files: 2"), 2)
+        self.assertIn("at: ", proc.stdout)
+        self.assertIn(f"log: {logs[0]}", proc.stdout)
         self.assertIn("why: the position is not the end of file", proc.stdout)
+        proc = launch("report", "--json", *logs)
+        report = json.loads(proc.stdout)
+        self.assertEqual((report["violations"], report["fixed_by_enforce"], len(report["groups"])), (2, 2, 2))
+        self.assertEqual(report["groups"][1]["ranks"], ["0", "1"])
+        self.assertEqual(proc.returncode, 1)
         proc = launch("report", clean)
         self.assertEqual(proc.returncode, 0)
         self.assertIn("0 violations", proc.stdout)
