@@ -279,6 +279,15 @@ ConfigResult parse_config(EnvLookup lookup, const char* const* environment) {
       return result;
     }
   }
+  if (const char* v = get("APPENDGUARD_FORMAT")) {
+    std::string_view word = v;
+    if (word == "text" || word == "json") {
+      config.json = word == "json";
+    } else {
+      result.error = bad_value("APPENDGUARD_FORMAT", v, "accepted: text, json");
+      return result;
+    }
+  }
   if (const char* v = get("APPENDGUARD_PYTHON_STACK")) {
     if (!parse_bool(v, config.python_stack)) {
       result.error =

@@ -34,6 +34,7 @@ struct Config {
   // APPENDGUARD_SUMMARY: one line at exit from a process that touched guarded files; unset, only when
   // APPENDGUARD_LOG is a file.
   bool summary = false;
+  bool json = false;  // APPENDGUARD_FORMAT=json: reports, trace lines, notices and summaries as JSON lines
   Reopen reopen = Reopen::kAppend;
   MountSelection mounts;  // APPENDGUARD_FS: mounts on which every written file is guarded
   Prealloc prealloc = Prealloc::kDefer;

@@ -33,6 +33,8 @@ constexpr Variable kVariables[] = {
      "what enforce mode does with a call that only grows a guarded file"},
     {"APPENDGUARD_SUMMARY", VariableKind::kSetting, kBool, "on with a log file, off on stderr",
      "one summary line at exit from a process that touched guarded files"},
+    {"APPENDGUARD_FORMAT", VariableKind::kSetting, "text, json", "text",
+     "json: every report, trace line, notice and summary is one JSON object per line"},
     {"APPENDGUARD_CARRIED_FDS", VariableKind::kInternal, "set by the library", "",
      "guarded descriptors carried across exec; read and removed at start-up"},
     {"APPENDGUARD_LIBRARY", VariableKind::kTooling, "a path", "", "the library the launcher preloads"},

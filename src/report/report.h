@@ -62,6 +62,13 @@ struct TraceEvent {
 };
 void format_trace(TextBuffer& out, const TraceEvent& e, const ProcessIdentity& who);
 
+// APPENDGUARD_FORMAT=json: the same as one JSON object on one line (fields in docs/reference.md). The
+// stacks are given as the text format's lines (empty: left out). Pure; unit-tested.
+void format_violation_json(TextBuffer& out, const Violation& v, const ProcessIdentity& who,
+                           std::string_view native_stack, std::string_view python_stack,
+                           std::string_view opened_at);
+void format_trace_json(TextBuffer& out, const TraceEvent& e, const ProcessIdentity& who);
+
 // The process-wide reporter: writes to the configured sink, adds stacks per configuration.
 void configure_reporter(const Config& config);
 void report_violation(const Violation& v);
@@ -74,5 +81,6 @@ void reset_reporter_after_fork();
 void report_notice(const char* text);
 // A line already formatted (ending with a newline), e.g. the summary at exit.
 void report_line(std::string_view text);
+bool reporting_json();  // APPENDGUARD_FORMAT=json
 
 }  // namespace appendguard

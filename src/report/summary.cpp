@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "report/escape.h"
 #include "report/log_sink.h"
 #include "report/report.h"
 
@@ -26,6 +27,19 @@ void format_summary(TextBuffer& out, const SummaryValues& v, pid_t pid, const ch
       v.fixed_by_enforce, v.refused_bytes, v.held_sessions);
 }
 
+void format_summary_json(TextBuffer& out, const SummaryValues& v, pid_t pid, const char* rank,
+                         const char* host) {
+  out.add("{{\"type\":\"summary\",\"pid\":{},\"rank\":", pid);
+  add_json_string(out, rank);
+  out.add_text(",\"host\":");
+  add_json_string(out, host);
+  out.add(
+      ",\"guarded_opens\":{},\"rewritten_opens\":{},\"writes\":{},\"bytes\":{},\"violations\":{},"
+      "\"fixed_by_enforce\":{},\"refused_bytes\":{},\"held_sessions\":{}}}\n",
+      v.guarded_opens, v.rewritten_opens, v.writes, v.bytes, v.violations, v.fixed_by_enforce,
+      v.refused_bytes, v.held_sessions);
+}
+
 namespace {
 
 void write_summary() {
@@ -35,7 +49,12 @@ void write_summary() {
   gethostname(host, sizeof host - 1);
   char text[512];
   TextBuffer out(text, sizeof text);
-  format_summary(out, v, static_cast<pid_t>(syscall(SYS_getpid)), rank_from_environment(), host);
+  pid_t pid = static_cast<pid_t>(syscall(SYS_getpid));
+  if (reporting_json()) {
+    format_summary_json(out, v, pid, rank_from_environment(), host);
+  } else {
+    format_summary(out, v, pid, rank_from_environment(), host);
+  }
   report_line(out.view());
 }
 

@@ -39,6 +39,10 @@ SummaryValues read_summary(const SummaryCounters& counters);
 void format_summary(TextBuffer& out, const SummaryValues& values, pid_t pid, const char* rank,
                     const char* host);
 
+// The same as a JSON object: {"type":"summary","pid":P,"rank":"R","host":"H","guarded_opens":N,...}.
+void format_summary_json(TextBuffer& out, const SummaryValues& values, pid_t pid, const char* rank,
+                         const char* host);
+
 // At exit: the line to the log when this process touched guarded files and the summary is on.
 void enable_summary_at_exit();
 

@@ -148,3 +148,48 @@ TEST_CASE("a file name can neither forge report lines nor split fields, and repo
     CHECK(std::count(line.begin(), line.end(), '\n') == 1);
   }
 }
+
+TEST_CASE("JSON reports, trace lines and summaries") {
+  Violation v;
+  v.operation = "write";
+  v.fd = 5;
+  v.path = "/ckpt/a \"b\"\n.safetensors";
+  v.count = 8;
+  v.offset = 0;
+  v.end_of_file = 100;
+  v.why = "because";
+  v.outcome = Outcome::kAuditOnly;
+  ProcessIdentity who{10, 12, "/usr/bin/python3", "2", "node17"};
+  char text[2048];
+  TextBuffer out(text, sizeof text);
+  format_violation_json(out, v, who, "    #0  0x1 f+0x1 (m+0x1)\n    #1  0x2 g+0x2 (m+0x2)\n",
+                        "    File \"/a.py\", line 3, in save\n", "");
+  CHECK(std::string(out.view()) ==
+        "{\"type\":\"violation\",\"operation\":\"write\",\"path\":\"/ckpt/a "
+        "\\\"b\\\"\\n.safetensors\",\"fd\":5,"
+        "\"bytes\":8,\"offset\":0,\"end_of_file\":100,\"outcome\":\"audit\",\"finding\":\"needs a code "
+        "change\","
+        "\"why\":\"because\",\"pid\":10,\"tid\":12,\"rank\":\"2\",\"host\":\"node17\",\"program\":"
+        "\"/usr/bin/python3\",\"native_stack\":[\"#0  0x1 f+0x1 (m+0x1)\",\"#1  0x2 g+0x2 (m+0x2)\"],"
+        "\"python_stack\":[\"File \\\"/a.py\\\", line 3, in save\"]}\n");
+  out.clear();
+  TraceEvent e;
+  e.operation = "lseek64";
+  e.fd = 3;
+  e.path = "/x\x01";
+  e.detail = "offset=0";
+  e.result = -1;
+  e.error = EINVAL;
+  format_trace_json(out, e, who);
+  CHECK(std::string(out.view()) ==
+        "{\"type\":\"trace\",\"pid\":10,\"tid\":12,\"operation\":\"lseek64\",\"fd\":3,\"path\":\"/x\\u0001\","
+        "\"detail\":\"offset=0\",\"result\":-1,\"errno\":\"EINVAL\"}\n");
+  out.clear();
+  format_summary_json(out, SummaryValues{1, 2, 3, 4, 5, 6, 7, 8}, 42, "0", "h");
+  CHECK(std::string(out.view()) ==
+        "{\"type\":\"summary\",\"pid\":42,\"rank\":\"0\",\"host\":\"h\",\"guarded_opens\":1,\"rewritten_"
+        "opens\":2,"
+        "\"writes\":3,\"bytes\":4,\"violations\":5,\"fixed_by_enforce\":6,\"refused_bytes\":7,\"held_"
+        "sessions\":8}"
+        "\n");
+}
