@@ -3,8 +3,10 @@
 #include <elf.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -17,7 +19,47 @@ bool contains(const std::vector<char>& data, const char* needle) {
   return std::search(data.begin(), data.end(), needle, needle + std::strlen(needle)) != data.end();
 }
 
+bool is_regular(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
 }  // namespace
+
+std::string find_in_path(const std::string& command) {
+  if (command.find('/') != std::string::npos) return command;
+  const char* path = getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t colon = dirs.find(':', start);
+    std::string dir = dirs.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + command;
+    if (access(candidate.c_str(), X_OK) == 0 && is_regular(candidate)) return candidate;
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  return {};
+}
+
+// The program a "#!" line runs: its first word, or for "/usr/bin/env NAME" the NAME found in PATH.
+std::string script_interpreter(const std::string& shebang) {
+  std::vector<std::string> words;
+  size_t at = 0;
+  while (at < shebang.size()) {
+    size_t start = shebang.find_first_not_of(" \t", at);
+    if (start == std::string::npos) break;
+    size_t end = shebang.find_first_of(" \t", start);
+    words.push_back(shebang.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    at = end == std::string::npos ? shebang.size() : end;
+  }
+  if (words.empty()) return {};
+  if (words[0].size() >= 4 && words[0].substr(words[0].size() - 4) == "/env" && words.size() > 1) {
+    std::string found = find_in_path(words[1]);
+    return found.empty() ? words[1] : found;
+  }
+  return words[0];
+}
 
 BinaryCheck check_binary(const std::string& path) {
   BinaryCheck check;
@@ -66,6 +108,31 @@ BinaryCheck check_binary(const std::string& path) {
     }
   }
   return check;
+}
+
+ResolvedProgram resolve_program(const std::string& path) {
+  ResolvedProgram resolved;
+  resolved.path = path;
+  for (int level = 0; level < 5; ++level) {
+    resolved.chain.push_back(resolved.path);
+    resolved.check = check_binary(resolved.path);
+    if (resolved.check.kind != BinaryKind::kScript || level == 4) break;
+    std::string interpreter = script_interpreter(resolved.check.detail);
+    if (interpreter.empty()) break;
+    resolved.path = interpreter;
+  }
+  return resolved;
+}
+
+std::string coverage_warning(const std::string& path) {
+  ResolvedProgram resolved = resolve_program(path);
+  BinaryKind kind = resolved.check.kind;
+  if (kind == BinaryKind::kDynamic || kind == BinaryKind::kUnreadable || kind == BinaryKind::kScript)
+    return {};
+  std::string line = "appendguard run: warning: " + path;
+  line += resolved.path != path ? " runs " + resolved.path + ", which is" : std::string(" is");
+  line += std::string(" ") + describe(kind) + ": its writes are not guarded";
+  return line;
 }
 
 const char* describe(BinaryKind kind) {

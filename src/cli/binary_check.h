@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace appendguard {
 
@@ -19,5 +20,26 @@ struct BinaryCheck {
 BinaryCheck check_binary(const std::string& path);
 
 const char* describe(BinaryKind kind);
+
+// `command` itself when it has a '/', else the first executable regular file of that name in PATH; ""
+// when none.
+std::string find_in_path(const std::string& command);
+
+// The program a "#!" line (without "#!") runs: its first word, or for "/usr/bin/env NAME" the NAME found
+// in PATH.
+std::string script_interpreter(const std::string& shebang);
+
+// The program `path` finally runs: #! scripts are followed to their interpreter (up to 4 levels).
+// `chain` gets each file on the way, `path` first.
+struct ResolvedProgram {
+  std::string path;
+  BinaryCheck check;
+  std::vector<std::string> chain;
+};
+ResolvedProgram resolve_program(const std::string& path);
+
+// One line for `appendguard run` when the library cannot reach the program `path` (static, Go, set-id,
+// file capabilities, directly or as a script's interpreter); "" when it can or `path` cannot be read.
+std::string coverage_warning(const std::string& path);
 
 }  // namespace appendguard

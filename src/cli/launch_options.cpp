@@ -21,6 +21,15 @@ LaunchParse parse_run_arguments(const std::vector<std::string>& args, const std:
                                 const std::string& existing_preload, const std::string& existing_mode) {
   LaunchParse result;
   std::string mode = existing_mode == "audit" ? "audit" : "enforce";
+  for (const char* accepted : {"", "0", "off", "1", "on", "enforce", "audit"}) {
+    if (existing_mode == accepted) break;
+    if (std::string(accepted) == "audit") {  // none matched
+      result.error = "appendguard run: invalid APPENDGUARD='" + existing_mode +
+                     "' in the environment: accepted: unset, 0, off, 1, on, enforce (the launcher enforces), "
+                     "audit";
+      return result;
+    }
+  }
   std::vector<std::pair<std::string, std::string>> settings;
   size_t i = 0;
   for (; i < args.size(); ++i) {

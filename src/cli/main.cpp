@@ -20,20 +20,36 @@
 #include "cli/binary_check.h"
 #include "cli/input_file.h"
 #include "cli/launch_options.h"
+#include "cli/mount_probe.h"
 #include "cli/report_summary.h"
 #include "core/config.h"
+#include "core/mount_table.h"
+#include "core/pattern_check.h"
+#include "core/variables.h"
 
 using namespace appendguard;
 
 namespace {
 
+constexpr const char* kVersion = "appendguard 0.1.0";
+
 constexpr const char* kUsage =
     "usage: appendguard run [OPTIONS] -- COMMAND [ARGS...]\n"
-    "       appendguard doctor [COMMAND]\n"
+    "       appendguard doctor [COMMAND | DIR]\n"
     "       appendguard report LOG... (or - for standard input)\n"
-    "       appendguard --help | --version\n"
+    "       appendguard --help | -V | --version\n"
+    "       appendguard SUBCOMMAND --help\n"
     "\n"
-    "run: runs COMMAND with libappendguard.so preloaded and enabled.\n"
+    "run:    runs COMMAND with libappendguard.so preloaded and enabled.\n"
+    "doctor: checks the library, the configuration, that interposition works here, and whether COMMAND can\n"
+    "        be reached by it; with DIR, what the mount under DIR accepts.\n"
+    "report: violations in report logs, grouped, with a count and the first report of each group.\n";
+
+constexpr const char* kRunUsage =
+    "usage: appendguard run [OPTIONS] -- COMMAND [ARGS...]\n"
+    "Runs COMMAND with libappendguard.so preloaded (before an existing LD_PRELOAD) and enabled. The\n"
+    "APPENDGUARD_* variables already in the environment are the defaults (APPENDGUARD=audit stays audit);\n"
+    "the options override them.\n"
     "  --enforce             rewrite read-write opens into appends, refuse writes not at the end (default)\n"
     "  --audit               change nothing; report every operation an append-only mount would refuse\n"
     "  --trace               also log every operation on guarded files\n"
@@ -45,10 +61,58 @@ constexpr const char* kUsage =
     "  --reopen rewrite      reopen existing files by truncating and writing their bytes back, for stores\n"
     "                        that cannot append (mountpoint-s3); default append\n"
     "  --no-python-stack     leave the Python stack out of reports\n"
-    "report: violations in report logs (APPENDGUARD_LOG files, captured stderr), grouped by operation and\n"
-    "  file, with a count and the first report of each group.\n"
-    "doctor: checks the library, the configuration, that interposition works in this environment,\n"
-    "  and whether COMMAND can be reached by it (static and Go binaries cannot).\n";
+    "A static, Go, set-uid or set-gid COMMAND cannot be reached by the library: one line says so before it\n"
+    "starts.\n";
+
+constexpr const char* kDoctorUsage =
+    "usage: appendguard doctor [COMMAND | DIR]\n"
+    "Checks the library, the effective configuration (from the environment) and that interposition works\n"
+    "here. With COMMAND (found in PATH; #! scripts and pyenv-style shims are followed to the program they\n"
+    "run): whether the library can reach it. With DIR: the mount under DIR (type, source, options), a probe\n"
+    "of each append-only rule with a scratch file in DIR, and the settings it recommends.\n"
+    "Exit status: 0 all good, 1 problems found, 2 bad arguments.\n";
+
+constexpr const char* kReportUsage =
+    "usage: appendguard report [--json] LOG... (or - for standard input)\n"
+    "Reads report logs (APPENDGUARD_LOG files, captured stderr) and prints the violations grouped by call\n"
+    "site across ranks (the innermost Python frame, else the first native frame outside libc and the\n"
+    "library; by operation and file for reports without a stack), with a count, the ranks, the first\n"
+    "report and its log. Audit findings that enforce mode fixes are listed, not counted.\n"
+    "  --json   one JSON object: violations, fixed_by_enforce, logs, groups[]\n"
+    "Exit status: 0 no violation, 1 violations found, 2 a log could not be read.\n";
+
+// The environment section of `run --help`: the table of core/variables.h.
+std::string variables_usage() {
+  std::string text = "\nenvironment (docs/reference.md):\n";
+  for (const Variable& v : known_variables()) {
+    if (v.kind != VariableKind::kSetting) continue;
+    text += "  ";
+    text += v.name;
+    text += std::string(v.name).size() < 26 ? std::string(26 - std::string(v.name).size(), ' ') : " ";
+    text += v.help;
+    text += "\n";
+    text += std::string(28, ' ') + "accepted: " + v.accepted;
+    if (*v.default_value) text += std::string("; default ") + v.default_value;
+    text += "\n";
+  }
+  text += "set by the library itself (do not set):";
+  for (const Variable& v : known_variables()) {
+    if (v.kind == VariableKind::kInternal) text += std::string(" ") + v.name;
+  }
+  text += "\ntooling variables, ignored by the library:";
+  size_t column = 100;
+  for (const Variable& v : known_variables()) {
+    if (v.kind != VariableKind::kTooling) continue;
+    if (column + std::string(v.name).size() > 100) {
+      text += "\n ";
+      column = 1;
+    }
+    text += std::string(" ") + v.name;
+    column += 1 + std::string(v.name).size();
+  }
+  text += "\nany other name starting with APPENDGUARD stops an enabled program with status 2.\n";
+  return text;
+}
 
 std::string self_path() {
   char buf[PATH_MAX];
@@ -61,6 +125,11 @@ std::string self_path() {
 bool is_file(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool is_directory(const char* path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 // Where `cmake --install` puts the library, relative to where it puts us (GNUInstallDirs: lib, lib64 or
@@ -85,43 +154,8 @@ std::string find_library() {
   return {};
 }
 
-std::string find_in_path(const std::string& command) {
-  if (command.find('/') != std::string::npos) return command;
-  const char* path = getenv("PATH");
-  std::string dirs = path ? path : "/usr/bin:/bin";
-  size_t start = 0;
-  while (start <= dirs.size()) {
-    size_t colon = dirs.find(':', start);
-    std::string dir = dirs.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
-    std::string candidate = (dir.empty() ? "." : dir) + "/" + command;
-    if (access(candidate.c_str(), X_OK) == 0 && is_file(candidate)) return candidate;
-    if (colon == std::string::npos) break;
-    start = colon + 1;
-  }
-  return {};
-}
-
-// The program a "#!" line runs: its first word, or for "/usr/bin/env NAME" the NAME found in PATH.
-std::string script_interpreter(const std::string& shebang) {
-  std::vector<std::string> words;
-  size_t at = 0;
-  while (at < shebang.size()) {
-    size_t start = shebang.find_first_not_of(" \t", at);
-    if (start == std::string::npos) break;
-    size_t end = shebang.find_first_of(" \t", start);
-    words.push_back(shebang.substr(start, end == std::string::npos ? std::string::npos : end - start));
-    at = end == std::string::npos ? shebang.size() : end;
-  }
-  if (words.empty()) return {};
-  if (words[0].size() >= 4 && words[0].substr(words[0].size() - 4) == "/env" && words.size() > 1) {
-    std::string found = find_in_path(words[1]);
-    return found.empty() ? words[1] : found;
-  }
-  return words[0];
-}
-
 // The configuration the command would get, checked with the library's own parser and messages.
-std::string check_configuration(const LaunchPlan& plan) {
+ConfigResult configuration_of(const LaunchPlan& plan) {
   static std::map<std::string, std::string> merged;
   merged.clear();
   for (char** e = environ; *e; ++e) {
@@ -130,11 +164,28 @@ std::string check_configuration(const LaunchPlan& plan) {
     if (eq != std::string::npos) merged[entry.substr(0, eq)] = entry.substr(eq + 1);
   }
   for (const auto& [name, value] : plan.environment) merged[name] = value;
-  ConfigResult result = parse_config([](const char* name) -> const char* {
-    auto it = merged.find(name);
-    return it == merged.end() ? nullptr : it->second.c_str();
-  });
-  return result.error;
+  std::vector<std::string> entries;
+  for (const auto& [name, value] : merged) entries.push_back(name + "=" + value);
+  std::vector<const char*> environment;
+  for (const std::string& entry : entries) environment.push_back(entry.c_str());
+  environment.push_back(nullptr);
+  ConfigResult result = parse_config(
+      [](const char* name) -> const char* {
+        auto it = merged.find(name);
+        return it == merged.end() ? nullptr : it->second.c_str();
+      },
+      environment.data());
+  auto found = merged.find("APPENDGUARD_PATHS");
+  if (result.ok() && result.config.mode != Mode::kOff) {
+    for (std::string& notice : pattern_notices(found == merged.end() ? "" : found->second, is_directory)) {
+      result.notices.push_back(std::move(notice));
+    }
+  }
+  return result;
+}
+
+std::string check_configuration(const LaunchPlan& plan) {
+  return configuration_of(plan).error;
 }
 
 int run(const std::vector<std::string>& args) {
@@ -153,6 +204,11 @@ int run(const std::vector<std::string>& args) {
   if (std::string error = check_configuration(parse.plan); !error.empty()) {
     std::fprintf(stderr, "%s\n", error.c_str());
     return 2;
+  }
+  if (std::string program = find_in_path(parse.plan.command[0]); !program.empty()) {
+    if (std::string warning = coverage_warning(program); !warning.empty()) {
+      std::fprintf(stderr, "%s\n", warning.c_str());
+    }
   }
   for (const auto& [name, value] : parse.plan.environment) setenv(name.c_str(), value.c_str(), 1);
   std::vector<char*> argv;
@@ -198,12 +254,113 @@ bool interposition_works(const std::string& library, const std::string& dir) {
   return child > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && content == "abcdefgh";
 }
 
+// A pyenv-style shim (a script that runs `.../libexec/pyenv exec NAME`): the program `pyenv which NAME`
+// names, else "".
+std::string pyenv_target(const std::string& script) {
+  InputFile file = read_regular_file(script);
+  if (!file.ok || file.data.size() > (1 << 16)) return {};
+  const std::string& text = file.data;
+  size_t at = text.find("/libexec/pyenv\" exec");
+  if (at == std::string::npos) return {};
+  size_t quote = text.rfind('"', at);
+  if (quote == std::string::npos) return {};
+  std::string pyenv = text.substr(quote + 1, at + std::strlen("/libexec/pyenv") - quote - 1);
+  std::string name = script.substr(script.rfind('/') + 1);
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) return {};
+  pid_t child = fork();
+  if (child == 0) {
+    dup2(pipe_fds[1], STDOUT_FILENO);
+    int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) dup2(null, STDERR_FILENO);
+    close(pipe_fds[0]);
+    execl(pyenv.c_str(), "pyenv", "which", name.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(pipe_fds[1]);
+  InputFile out = read_bounded(pipe_fds[0], 1 << 16, 1 << 16);
+  close(pipe_fds[0]);
+  int status = 0;
+  if (child > 0) waitpid(child, &status, 0);
+  if (child <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || !out.ok) return {};
+  std::string path = out.data.substr(0, out.data.find('\n'));
+  return is_file(path) ? path : std::string();
+}
+
+void print_configuration(const ConfigResult& result, int& problems) {
+  if (!result.ok()) {
+    std::printf("configuration:  %s\n", result.error.c_str());
+    ++problems;
+    return;
+  }
+  const Config& c = result.config;
+  std::string paths = getenv("APPENDGUARD_PATHS") ? getenv("APPENDGUARD_PATHS") : "*.safetensors";
+  const char* fs = getenv("APPENDGUARD_FS");
+  std::printf("configuration:  valid; as `appendguard run` would start a program:\n");
+  std::printf("  mode %s, paths %s, on violation %s (%s), log %s\n", mode_name(c.mode), paths.c_str(),
+              action_name(c.on_violation), errno_name(c.violation_errno), c.log_target.c_str());
+  std::printf("  mounts %s, reopen %s, prealloc %s, trace %s, summary %s, backtrace %d, python stack %s\n",
+              fs ? fs : "known", c.reopen == Reopen::kRewrite ? "rewrite" : "append",
+              c.prealloc == Prealloc::kRefuse ? "refuse" : "defer", c.trace ? "on" : "off",
+              c.summary ? "on" : "off", c.backtrace_frames, c.python_stack ? "on" : "off");
+  for (const std::string& notice : result.notices) {
+    std::printf("  PROBLEM: %s\n", notice.c_str());
+    ++problems;
+  }
+}
+
+int doctor_directory(const std::string& dir) {
+  char resolved[PATH_MAX];
+  if (!realpath(dir.c_str(), resolved)) {
+    std::fprintf(stderr, "appendguard doctor: cannot resolve '%s': %s\n", dir.c_str(), std::strerror(errno));
+    return 2;
+  }
+  InputFile mountinfo;
+  if (int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC); fd >= 0) {
+    mountinfo = read_bounded(fd, size_t{64} << 20, size_t{1} << 20);
+    close(fd);
+  } else {
+    mountinfo.error = std::strerror(errno);
+  }
+  MountInfo mount;
+  if (!mountinfo.ok || !mount_of(mountinfo.data, resolved, mount)) {
+    std::printf("mount:          unknown (/proc/self/mountinfo: %s)\n",
+                mountinfo.ok ? "no mount holds it" : mountinfo.error.c_str());
+  } else {
+    std::printf("mount:          %s: type %s, source %s\n", mount.entry.mount_point.c_str(),
+                mount.entry.type.c_str(), mount.entry.source.c_str());
+    std::printf("                options %s; %s\n", mount.options.c_str(), mount.super_options.c_str());
+  }
+  MountSelection selection;
+  if (const char* fs = getenv("APPENDGUARD_FS")) parse_mount_selection(fs, selection);
+  bool known = is_append_only_mount(mount.entry, selection);
+  std::printf("whole mount:    %s\n", known ? "every file written here is guarded, whatever its name"
+                                            : "only files that APPENDGUARD_PATHS names are guarded here");
+  std::string error;
+  std::vector<ProbeResult> results = probe_directory(resolved, error);
+  if (results.empty()) {
+    std::printf("probe:          FAILED: %s\n", error.c_str());
+    return 1;
+  }
+  std::printf("probe of %s (scratch files, removed):\n", resolved);
+  std::printf("  %-38s %-34s %s\n", "rule", "without the library", "with it");
+  for (const ProbeResult& r : results) {
+    std::printf("  %-38s %-34s %s\n", rule_name(r.rule), r.detail.c_str(),
+                with_library(r.rule, results).c_str());
+  }
+  std::printf("recommended:\n");
+  for (const std::string& line : recommendations(mount, known, results))
+    std::printf("  - %s\n", line.c_str());
+  return 0;
+}
+
 int doctor(const std::vector<std::string>& args) {
   int problems = 0;
   // The command is checked first: a bad argument is one line and status 2, before any other output.
   std::string command_path;
+  bool directory = !args.empty() && is_directory(args[0].c_str());
   BinaryCheck check;
-  if (!args.empty()) {
+  if (!args.empty() && !directory) {
     command_path = find_in_path(args[0]);
     if (command_path.empty()) {
       std::fprintf(stderr, "appendguard doctor: '%s' is not found in PATH\n", args[0].c_str());
@@ -222,12 +379,13 @@ int doctor(const std::vector<std::string>& args) {
     return 1;
   }
   std::printf("library:        %s\n", library.c_str());
-  LaunchParse parse = parse_run_arguments({"--", "true"}, library, "");
-  if (std::string error = check_configuration(parse.plan); !error.empty()) {
-    std::printf("configuration:  %s\n", error.c_str());
+  const char* mode = getenv("APPENDGUARD");
+  LaunchParse parse = parse_run_arguments({"--", "true"}, library, "", mode ? mode : "");
+  if (!parse.ok()) {
+    std::printf("configuration:  %s\n", parse.error.c_str());
     ++problems;
   } else {
-    std::printf("configuration:  valid\n");
+    print_configuration(configuration_of(parse.plan), problems);
   }
   char dir_template[] = "/tmp/appendguard-doctor-XXXXXX";
   const char* dir = mkdtemp(dir_template);
@@ -236,19 +394,31 @@ int doctor(const std::vector<std::string>& args) {
   std::printf("interposition:  %s\n", works ? "works (a backward write to a guarded file was refused)"
                                             : "FAILED (LD_PRELOAD did not take effect here)");
   if (!works) ++problems;
-  if (!args.empty()) {
+  if (directory) {
+    int status = doctor_directory(args[0]);
+    if (status == 2) return 2;
+    if (status != 0) ++problems;
+  } else if (!args.empty()) {
     std::printf("command:        %s: %s%s%s\n", command_path.c_str(), describe(check.kind),
                 check.detail.empty() ? "" : ": ", check.detail.c_str());
-    if (check.kind == BinaryKind::kScript) {
-      std::string interpreter = script_interpreter(check.detail);
-      BinaryCheck inner = check_binary(interpreter);
-      std::printf("interpreter:    %s: %s%s%s\n", interpreter.c_str(), describe(inner.kind),
-                  inner.kind == BinaryKind::kUnreadable ? ": " : "",
-                  inner.kind == BinaryKind::kUnreadable ? inner.detail.c_str() : "");
-      if (inner.kind != BinaryKind::kDynamic) ++problems;
-    } else if (check.kind != BinaryKind::kDynamic) {
-      ++problems;
+    std::string current = command_path;
+    BinaryCheck inner = check;
+    for (int level = 0; level < 4 && inner.kind == BinaryKind::kScript; ++level) {
+      std::string next = pyenv_target(current);
+      const char* label = "shim for:       ";
+      if (next.empty()) {
+        next = script_interpreter(inner.detail);
+        label = "interpreter:    ";
+      }
+      inner = check_binary(next);
+      std::printf("%s%s: %s%s%s\n", label, next.c_str(), describe(inner.kind),
+                  inner.kind == BinaryKind::kUnreadable || inner.kind == BinaryKind::kScript ? ": " : "",
+                  inner.kind == BinaryKind::kUnreadable || inner.kind == BinaryKind::kScript
+                      ? inner.detail.c_str()
+                      : "");
+      current = next;
     }
+    if (inner.kind != BinaryKind::kDynamic) ++problems;
   }
   std::printf("%s\n", problems ? "appendguard doctor: problems found" : "appendguard doctor: all good");
   return problems ? 1 : 0;
@@ -257,10 +427,38 @@ int doctor(const std::vector<std::string>& args) {
 constexpr size_t kMaxStandardInput = size_t{1} << 30;
 constexpr size_t kMaxLine = size_t{1} << 20;
 
-int report(const std::vector<std::string>& logs) {
+std::string json_string(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20 || u == 0x7f) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", u);
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+int report(std::vector<std::string> logs) {
+  bool json = false;
+  for (auto it = logs.begin(); it != logs.end();) {
+    if (*it == "--json") {
+      json = true;
+      it = logs.erase(it);
+    } else {
+      ++it;
+    }
+  }
   if (logs.empty()) {
-    std::fprintf(stderr,
-                 "appendguard report: no log given: usage: appendguard report LOG... (- for stdin)\n");
+    std::fprintf(
+        stderr,
+        "appendguard report: no log given: usage: appendguard report [--json] LOG... (- for stdin)\n");
     return 2;
   }
   std::vector<ViolationGroup> groups;
@@ -274,40 +472,104 @@ int report(const std::vector<std::string>& logs) {
                    name == "-" ? "standard input" : name.c_str(), in.error.c_str());
       return 2;
     }
-    collect_violations(in.data, groups);
+    collect_violations(in.data, groups, name == "-" ? "(standard input)" : name);
   }
   size_t total = 0;
-  for (const ViolationGroup& g : groups) total += g.count;
-  std::printf("appendguard report: %zu violation%s in %zu group%s (operation, file) from %zu log%s\n", total,
-              total == 1 ? "" : "s", groups.size(), groups.size() == 1 ? "" : "s", logs.size(),
-              logs.size() == 1 ? "" : "s");
+  size_t fixed = 0;
+  size_t counted_groups = 0;
   for (const ViolationGroup& g : groups) {
-    std::printf("\n%6zu x %s %s\n         first: %s\n", g.count, g.operation.c_str(), g.shown_path.c_str(),
-                g.first_line.c_str());
+    (g.fixed_by_enforce ? fixed : total) += g.count;
+    if (!g.fixed_by_enforce) ++counted_groups;
+  }
+  if (json) {
+    std::string out = "{\"violations\":" + std::to_string(total) +
+                      ",\"fixed_by_enforce\":" + std::to_string(fixed) +
+                      ",\"logs\":" + std::to_string(logs.size()) + ",\"groups\":[";
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const ViolationGroup& g = groups[i];
+      std::string ranks;
+      for (const std::string& r : g.ranks) ranks += (ranks.empty() ? "" : ",") + json_string(r);
+      out += (i ? "," : "") + std::string("{\"operation\":") + json_string(g.operation) +
+             ",\"site\":" + json_string(g.site) + ",\"count\":" + std::to_string(g.count) +
+             ",\"fixed_by_enforce\":" + (g.fixed_by_enforce ? "true" : "false") + ",\"ranks\":[" + ranks +
+             "],\"files\":" + std::to_string(g.files) + ",\"path\":" + json_string(g.path) +
+             ",\"why\":" + json_string(g.why) + ",\"first\":" + json_string(g.first_line) +
+             ",\"log\":" + json_string(g.first_log) + "}";
+    }
+    std::printf("%s]}\n", out.c_str());
+    return total ? 1 : 0;
+  }
+  std::printf(
+      "appendguard report: %zu violation%s in %zu group%s (call site, else operation and file) from "
+      "%zu log%s",
+      total, total == 1 ? "" : "s", counted_groups, counted_groups == 1 ? "" : "s", logs.size(),
+      logs.size() == 1 ? "" : "s");
+  if (fixed)
+    std::printf("; %zu audit finding%s fixed by enforce mode, not counted", fixed, fixed == 1 ? "" : "s");
+  std::printf("\n");
+  for (const ViolationGroup& g : groups) {
+    std::printf("\n%6zu x %s %s%s\n", g.count, g.operation.c_str(), g.shown_path.c_str(),
+                g.fixed_by_enforce ? "  [fixed by enforce mode]" : "");
+    if (!g.site.empty()) std::printf("         at: %s\n", g.site.c_str());
+    if (g.files > 1) std::printf("         files: %zu (the first shown)\n", g.files);
+    if (!g.ranks.empty()) {
+      std::string ranks;
+      for (const std::string& r : g.ranks) ranks += (ranks.empty() ? "" : ",") + r;
+      std::printf("         ranks: %s\n", ranks.c_str());
+    }
+    std::printf("         first: %s\n", g.first_line.c_str());
+    if (!g.first_log.empty()) std::printf("         log: %s\n", g.first_log.c_str());
     if (!g.why.empty()) std::printf("         why: %s\n", g.why.c_str());
   }
   return total ? 1 : 0;
 }
 
-}  // namespace
+bool wants_help(const std::vector<std::string>& args) {
+  return !args.empty() && (args[0] == "--help" || args[0] == "-h");
+}
 
-int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
+int dispatch(std::vector<std::string> args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::fputs(kUsage, args.empty() ? stderr : stdout);
     return args.empty() ? 2 : 0;
   }
   std::string command = args[0];
   args.erase(args.begin());
-  if (command == "--version") {
-    std::printf("appendguard 0.1.0\n");
+  if (command == "--version" || command == "-V") {
+    std::printf("%s\n", kVersion);
     return 0;
   }
-  if (command == "run") return run(args);
-  if (command == "doctor") return doctor(args);
-  if (command == "report") return report(args);
+  if (command == "run") {
+    if (wants_help(args)) {
+      std::printf("%s%s", kRunUsage, variables_usage().c_str());
+      return 0;
+    }
+    return run(args);
+  }
+  if (command == "doctor") {
+    if (wants_help(args)) return std::fputs(kDoctorUsage, stdout), 0;
+    return doctor(args);
+  }
+  if (command == "report") {
+    if (wants_help(args)) return std::fputs(kReportUsage, stdout), 0;
+    return report(args);
+  }
   std::fprintf(stderr,
-               "appendguard: unknown command '%s': accepted: run, doctor, report, --help, --version\n",
+               "appendguard: unknown command '%s': accepted: run, doctor, report, --help, -V, --version\n",
                command.c_str());
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // No uncaught exception: whatever escapes (std::bad_alloc, an I/O failure) is one line and status 2.
+  try {
+    return dispatch(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "appendguard: internal error: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "appendguard: internal error (unknown exception)\n");
+  }
   return 2;
 }

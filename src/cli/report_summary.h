@@ -1,4 +1,5 @@
-// `appendguard report LOG...`: violations in report logs, grouped by operation and file. Pure.
+// `appendguard report LOG...`: violations in report logs, grouped by call site across ranks (one bug in 64
+// ranks is one group), else by operation and file when a report has no stack. Pure.
 #pragma once
 
 #include <string>
@@ -14,10 +15,24 @@ struct ViolationGroup {
   size_t count = 0;
   std::string first_line;  // the first report's first line
   std::string why;         // its "why:" line
+  // Audit findings that enforce mode fixes by itself ("; fixed by enforce mode" on the first line): not
+  // counted as violations by `appendguard report`.
+  bool fixed_by_enforce = false;
+  std::vector<std::string> ranks;  // distinct, in order of appearance ("; pid P rank R host H")
+  // The innermost Python frame ('File "x.py", line 8, in save'), else the first native frame outside
+  // libc and the library ("save_header+0x1c (app+0x1234)"); "" when the report has no stack.
+  std::string site;
+  size_t files = 0;       // distinct files in the group
+  std::string first_log;  // the log of the first report
+  std::vector<std::string> paths_seen;
 };
+
+// The call site of a report block (its lines after the first): see ViolationGroup::site.
+std::string call_site_of(std::string_view block);
 
 // Adds the violations found in `log` (any text; non-report lines are ignored) to `groups`, keeping the
 // order in which groups first appear.
-void collect_violations(std::string_view log, std::vector<ViolationGroup>& groups);
+void collect_violations(std::string_view log, std::vector<ViolationGroup>& groups,
+                        std::string_view log_name = "");
 
 }  // namespace appendguard

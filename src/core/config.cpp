@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/errno_names.h"
+#include "core/variables.h"
 
 namespace appendguard {
 namespace {
@@ -142,7 +143,7 @@ const char* action_name(Action action) {
   return "?";
 }
 
-ConfigResult parse_config(EnvLookup lookup) {
+ConfigResult parse_config(EnvLookup lookup, const char* const* environment) {
   ConfigResult result;
   Config& config = result.config;
   auto get = [&](const char* name) -> const char* { return lookup(name); };
@@ -152,7 +153,20 @@ ConfigResult parse_config(EnvLookup lookup) {
     result.error = bad_value("APPENDGUARD", mode, "accepted: unset, 0, off (inert); 1, on, enforce; audit");
     return result;
   }
-  if (config.mode == Mode::kOff) return result;  // inert: the rest is not even read
+  if (config.mode == Mode::kOff) {  // inert: the rest is not even read
+    std::string present = mode ? std::string() : settings_present(environment);
+    if (!present.empty()) {
+      result.notices.push_back("appendguard: loaded but inert: APPENDGUARD is not set (not exported?), so " +
+                               present +
+                               " ignored; set APPENDGUARD=1 (enforce) or APPENDGUARD=audit to guard, or "
+                               "APPENDGUARD=off to stay inert without this line");
+    }
+    return result;
+  }
+  if (std::string unknown = check_variable_names(environment); !unknown.empty()) {
+    result.error = std::move(unknown);
+    return result;
+  }
 
   config.on_violation = config.mode == Mode::kAudit ? Action::kWarn : Action::kError;
   if (const char* v = get("APPENDGUARD_ON_VIOLATION")) {
@@ -254,6 +268,23 @@ ConfigResult parse_config(EnvLookup lookup) {
       config.prealloc = Prealloc::kRefuse;
     } else {
       result.error = bad_value("APPENDGUARD_PREALLOC", v, "accepted: defer, refuse");
+      return result;
+    }
+  }
+  // Unset: only into a log file (on stderr it would mix with the program's own output).
+  config.summary = config.log_target != "stderr";
+  if (const char* v = get("APPENDGUARD_SUMMARY")) {
+    if (!parse_bool(v, config.summary)) {
+      result.error = bad_value("APPENDGUARD_SUMMARY", v, "accepted: 1, on, yes, true; 0, off, no, false");
+      return result;
+    }
+  }
+  if (const char* v = get("APPENDGUARD_FORMAT")) {
+    std::string_view word = v;
+    if (word == "text" || word == "json") {
+      config.json = word == "json";
+    } else {
+      result.error = bad_value("APPENDGUARD_FORMAT", v, "accepted: text, json");
       return result;
     }
   }

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/glob.h"
 #include "core/mount_table.h"
@@ -30,6 +31,10 @@ struct Config {
   int backtrace_frames = 32;
   bool trace = false;
   bool python_stack = true;
+  // APPENDGUARD_SUMMARY: one line at exit from a process that touched guarded files; unset, only when
+  // APPENDGUARD_LOG is a file.
+  bool summary = false;
+  bool json = false;  // APPENDGUARD_FORMAT=json: reports, trace lines, notices and summaries as JSON lines
   Reopen reopen = Reopen::kAppend;
   MountSelection mounts;  // APPENDGUARD_FS: mounts on which every written file is guarded
   Prealloc prealloc = Prealloc::kDefer;
@@ -38,12 +43,19 @@ struct Config {
 struct ConfigResult {
   Config config;
   std::string error;  // empty on success; otherwise one line naming the variable, value and what is accepted
+  // Lines to say at start-up that do not stop the program: the library is loaded with APPENDGUARD unset
+  // while other settings are set, a pattern that cannot match any file (core/pattern_check.h).
+  std::vector<std::string> notices;
   bool ok() const { return error.empty(); }
 };
 
 using EnvLookup = const char* (*)(const char* name);
 
-ConfigResult parse_config(EnvLookup lookup);
+// `environment` (NAME=VALUE entries, null-terminated like environ), when given, is checked for unknown
+// APPENDGUARD* names (core/variables.h: the table of every name; add a new variable there and to
+// docs/reference.md): enabled, an unknown name is an error; inert with APPENDGUARD unset, the settings
+// present are a notice.
+ConfigResult parse_config(EnvLookup lookup, const char* const* environment = nullptr);
 
 // errno names accepted by APPENDGUARD_ERRNO ("EOPNOTSUPP", "EIO", ... or a positive number).
 int errno_from_name(std::string_view name);  // 0 when unknown

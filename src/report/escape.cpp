@@ -30,4 +30,45 @@ void add_escaped_path(TextBuffer& out, std::string_view path, bool quote) {
   if (quote) out.add_text("\"");
 }
 
+void add_json_string(TextBuffer& out, std::string_view text) {
+  constexpr char kHex[] = "0123456789abcdef";
+  out.add_text("\"");
+  for (char c : text) {
+    auto byte = static_cast<unsigned char>(c);
+    if (c == '\\') {
+      out.add_text("\\\\");
+    } else if (c == '"') {
+      out.add_text("\\\"");
+    } else if (c == '\n') {
+      out.add_text("\\n");
+    } else if (c == '\t') {
+      out.add_text("\\t");
+    } else if (c == '\r') {
+      out.add_text("\\r");
+    } else if (byte < 0x20 || byte == 0x7f) {
+      char hex[6] = {'\\', 'u', '0', '0', kHex[byte >> 4], kHex[byte & 15]};
+      out.add_text({hex, 6});
+    } else {
+      out.add_text({&c, 1});
+    }
+  }
+  out.add_text("\"");
+}
+
+void add_json_lines(TextBuffer& out, std::string_view text) {
+  out.add_text("[");
+  bool first = true;
+  while (!text.empty()) {
+    size_t end = text.find('\n');
+    std::string_view line = text.substr(0, end);
+    text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
+    size_t start = line.find_first_not_of(' ');
+    if (start == std::string_view::npos) continue;
+    if (!first) out.add_text(",");
+    first = false;
+    add_json_string(out, line.substr(start));
+  }
+  out.add_text("]");
+}
+
 }  // namespace appendguard

@@ -12,4 +12,11 @@ namespace appendguard {
 
 void add_escaped_path(TextBuffer& out, std::string_view path, bool quote = false);
 
+// A JSON string (APPENDGUARD_FORMAT=json): between double quotes, with \" \\ \n \t \r and \u00XX for
+// the other control characters; other bytes as they are.
+void add_json_string(TextBuffer& out, std::string_view text);
+
+// `text`'s lines as a JSON array of strings, each without its leading spaces; empty lines left out.
+void add_json_lines(TextBuffer& out, std::string_view text);
+
 }  // namespace appendguard

@@ -13,6 +13,7 @@
 #include "report/log_sink.h"
 #include "report/python_stack.h"
 #include "report/scratch.h"
+#include "report/summary.h"
 
 namespace appendguard {
 namespace {
@@ -61,6 +62,8 @@ void write_reentered_line(std::string_view first_line) {
 __attribute__((noinline)) void report_violation_briefly(const Violation& v, const ProcessIdentity& who);
 
 char g_line_text[1024 + kMaxPath];  // trace lines and notices, under g_report_lock
+char g_stack_text[32768];           // APPENDGUARD_FORMAT=json: the stacks' text, under g_report_lock
+bool g_json = false;                // APPENDGUARD_FORMAT=json
 CapturedStack g_no_stack;           // only read, when no scratch could be mapped
 
 const char* outcome_text(Outcome outcome) {
@@ -90,6 +93,9 @@ ProcessIdentity current_identity() {
   who.tid = static_cast<pid_t>(syscall(SYS_gettid));
   who.program = program;
   who.rank = rank_from_environment();
+  static char host[256];
+  if (host[0] == '\0' && gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "unknown");
+  who.host = host;
   return who;
 }
 
@@ -120,6 +126,10 @@ void format_violation(TextBuffer& out, const Violation& v, const ProcessIdentity
     out.add(" ({})", errno_name(v.error));
   }
   if (v.outcome == Outcome::kLetThrough) out.add("; the bytes land at offset {}", v.landing_offset);
+  if (v.outcome == Outcome::kAuditOnly) {
+    out.add_text(v.fixed_by_enforce ? "; fixed by enforce mode" : "; needs a code change");
+  }
+  out.add("; pid {} rank {} host {}", who.pid, who.rank, who.host);
   out.add("\n  why: {}\n", v.why);
   if (const Description* d = v.description) {
     char original[160];
@@ -139,6 +149,88 @@ void format_violation(TextBuffer& out, const Violation& v, const ProcessIdentity
   out.add_text("\n");
 }
 
+namespace {
+
+const char* outcome_word(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kRefused:
+      return "refused";
+    case Outcome::kAborted:
+      return "aborted";
+    case Outcome::kLetThrough:
+      return "let_through";
+    case Outcome::kAuditOnly:
+      return "audit";
+    case Outcome::kKernelRefuses:
+      return "kernel_refuses";
+  }
+  return "";
+}
+
+}  // namespace
+
+void format_violation_json(TextBuffer& out, const Violation& v, const ProcessIdentity& who,
+                           std::string_view native_stack, std::string_view python_stack,
+                           std::string_view opened_at) {
+  out.add_text("{\"type\":\"violation\",\"operation\":");
+  add_json_string(out, v.operation);
+  out.add_text(",\"path\":");
+  add_json_string(out, v.path);
+  out.add(",\"fd\":{}", v.fd);
+  if (v.has_count) out.add(",\"bytes\":{}", v.count);
+  if (v.has_offset) out.add(",\"offset\":{}", v.offset);
+  out.add(",\"end_of_file\":{},\"outcome\":\"{}\"", v.end_of_file, outcome_word(v.outcome));
+  if (v.outcome == Outcome::kRefused || v.outcome == Outcome::kKernelRefuses) {
+    out.add(",\"errno\":\"{}\"", errno_name(v.error));
+  }
+  if (v.outcome == Outcome::kLetThrough) out.add(",\"landing_offset\":{}", v.landing_offset);
+  if (v.outcome == Outcome::kAuditOnly) {
+    out.add(",\"finding\":\"{}\"", v.fixed_by_enforce ? "fixed by enforce mode" : "needs a code change");
+  }
+  out.add_text(",\"why\":");
+  add_json_string(out, v.why);
+  if (const Description* d = v.description) {
+    char original[160];
+    char effective[160];
+    format_open_flags(d->site.original_flags, original, sizeof original);
+    format_open_flags(d->site.effective_flags, effective, sizeof effective);
+    out.add(
+        ",\"opened\":{{\"function\":\"{}\",\"flags\":\"{}\",\"effective_flags\":\"{}\",\"pid\":{},"
+        "\"tid\":{}}}",
+        d->site.function, original, effective, d->site.pid, d->site.tid);
+  }
+  out.add(",\"pid\":{},\"tid\":{},\"rank\":", who.pid, who.tid);
+  add_json_string(out, who.rank);
+  out.add_text(",\"host\":");
+  add_json_string(out, who.host);
+  out.add_text(",\"program\":");
+  add_json_string(out, who.program);
+  if (!native_stack.empty()) {
+    out.add_text(",\"native_stack\":");
+    add_json_lines(out, native_stack);
+  }
+  if (!python_stack.empty()) {
+    out.add_text(",\"python_stack\":");
+    add_json_lines(out, python_stack);
+  }
+  if (!opened_at.empty()) {
+    out.add_text(",\"opened_at\":");
+    add_json_lines(out, opened_at);
+  }
+  out.add_text("}\n");
+}
+
+void format_trace_json(TextBuffer& out, const TraceEvent& e, const ProcessIdentity& who) {
+  out.add("{{\"type\":\"trace\",\"pid\":{},\"tid\":{},\"operation\":\"{}\",\"fd\":{},\"path\":", who.pid,
+          who.tid, e.operation, e.fd);
+  add_json_string(out, e.path);
+  out.add_text(",\"detail\":");
+  add_json_string(out, e.detail);
+  out.add(",\"result\":{}", e.result < 0 ? -1 : e.result);
+  if (e.result < 0) out.add(",\"errno\":\"{}\"", errno_name(e.error));
+  out.add_text("}\n");
+}
+
 void format_trace(TextBuffer& out, const TraceEvent& e, const ProcessIdentity& who) {
   out.add("appendguard: trace: pid={} tid={} {} fd={} ", who.pid, who.tid, e.operation, e.fd);
   add_escaped_path(out, e.path);
@@ -154,6 +246,7 @@ void configure_reporter(const Config& config) {
   g_sink.configure(config.log_target.c_str());
   g_backtrace_frames = config.backtrace_frames;
   g_python_stack = config.python_stack;
+  g_json = config.json;
   init_report_scratch();
   if (g_backtrace_frames > 0) load_unwinder();
 }
@@ -164,6 +257,12 @@ int capture_open_site(void** frames, int max_frames) {
 }
 
 void report_violation(const Violation& v) {
+  if (v.outcome == Outcome::kAuditOnly && v.fixed_by_enforce) {
+    count_event(g_summary.fixed_by_enforce);
+  } else {
+    count_event(g_summary.violations);
+  }
+  if (v.outcome == Outcome::kRefused && v.has_count) count_event(g_summary.refused_bytes, v.count);
   // The stacks are captured into per-thread scratch memory, not onto the stack (docs/design.md).
   ScratchLease lease;
   ReportScratch* scratch = lease.get();
@@ -179,6 +278,18 @@ void report_violation(const Violation& v) {
   ReportLock guard;
   if (guard.reentered()) return report_violation_briefly(v, who);
   TextBuffer out(g_report_text, sizeof g_report_text);
+  if (g_json) {
+    TextBuffer native(g_stack_text, sizeof g_stack_text / 2);
+    TextBuffer opened(g_stack_text + sizeof g_stack_text / 2, sizeof g_stack_text / 2);
+    if (g_backtrace_frames > 0 && unwind)
+      format_stack(native, stack.frames, stack.count, !stack.in_signal_handler);
+    if (const Description* d = v.description; unwind && d && d->site.frame_count > 0) {
+      format_stack(opened, d->site.frames, d->site.frame_count, !stack.in_signal_handler);
+    }
+    format_violation_json(out, v, who, native.view(), has_python ? python.view() : std::string_view(),
+                          opened.view());
+    return g_sink.write(out.view());
+  }
   format_violation(out, v, who);
   if (g_backtrace_frames > 0 && !unwind) {
     out.add("  native stack: left out ({} bytes of signal stack left, the unwinder needs {})\n", stack_left,
@@ -215,7 +326,11 @@ void report_trace(const TraceEvent& e) {
   ReportLock guard;
   if (guard.reentered()) return;  // a trace line from a handler that interrupted a report: dropped
   TextBuffer out(g_line_text, sizeof g_line_text);
-  format_trace(out, e, who);
+  if (g_json) {
+    format_trace_json(out, e, who);
+  } else {
+    format_trace(out, e, who);
+  }
   g_sink.write(out.view());
 }
 
@@ -224,6 +339,16 @@ void reset_reporter_after_fork() {
   t_reporting = false;
   unwinder_after_fork_child();
   python_stack_after_fork_child();
+}
+
+bool reporting_json() {
+  return g_json;
+}
+
+void report_line(std::string_view text) {
+  ReportLock guard;
+  if (guard.reentered()) return write_reentered_line(text);
+  g_sink.write(text);
 }
 
 void report_notice(const char* message) {
@@ -235,7 +360,13 @@ void report_notice(const char* message) {
     return write_reentered_line(brief.view());
   }
   TextBuffer out(g_line_text, sizeof g_line_text);
-  out.add("appendguard: {}\n", message);
+  if (g_json) {
+    out.add_text("{\"type\":\"notice\",\"message\":");
+    add_json_string(out, message);
+    out.add_text("}\n");
+  } else {
+    out.add("appendguard: {}\n", message);
+  }
   g_sink.write(out.view());
 }
 

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <string_view>
 
 #include "core/config.h"
 #include "core/file_table.h"
@@ -34,6 +35,9 @@ struct Violation {
   Outcome outcome = Outcome::kRefused;
   int error = 0;
   uint64_t landing_offset = 0;
+  // Audit mode: enforce mode would fix this by itself (a read-write or plain write-only open it rewrites,
+  // a growing preallocation it defers); otherwise the program needs a code change.
+  bool fixed_by_enforce = false;
 };
 
 struct ProcessIdentity {
@@ -41,6 +45,7 @@ struct ProcessIdentity {
   pid_t tid = 0;
   const char* program = "";
   const char* rank = "0";
+  const char* host = "unknown";
 };
 
 // The text of a report without the stacks (pure; unit-tested).
@@ -57,6 +62,13 @@ struct TraceEvent {
 };
 void format_trace(TextBuffer& out, const TraceEvent& e, const ProcessIdentity& who);
 
+// APPENDGUARD_FORMAT=json: the same as one JSON object on one line (fields in docs/reference.md). The
+// stacks are given as the text format's lines (empty: left out). Pure; unit-tested.
+void format_violation_json(TextBuffer& out, const Violation& v, const ProcessIdentity& who,
+                           std::string_view native_stack, std::string_view python_stack,
+                           std::string_view opened_at);
+void format_trace_json(TextBuffer& out, const TraceEvent& e, const ProcessIdentity& who);
+
 // The process-wide reporter: writes to the configured sink, adds stacks per configuration.
 void configure_reporter(const Config& config);
 void report_violation(const Violation& v);
@@ -67,5 +79,8 @@ int capture_open_site(void** frames, int max_frames);
 void reset_reporter_after_fork();
 // A message that is not a violation ("appendguard: ..."), e.g. a descriptor we could not track.
 void report_notice(const char* text);
+// A line already formatted (ending with a newline), e.g. the summary at exit.
+void report_line(std::string_view text);
+bool reporting_json();  // APPENDGUARD_FORMAT=json
 
 }  // namespace appendguard

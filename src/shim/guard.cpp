@@ -14,6 +14,7 @@
 
 #include "core/open_flags.h"
 #include "core/path.h"
+#include "report/summary.h"
 #include "shim/mount_guard.h"
 #include "shim/real_io.h"
 
@@ -109,6 +110,7 @@ void report_open_in_audit(const OpenRequest& request, const OpenDecision& decisi
   }
   if (!why) return;
   Violation v = violation_on(request.function, fd, d, size, why);
+  v.fixed_by_enforce = true;
   handle_violation(v);
 }
 
@@ -296,6 +298,8 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
     errno = error;
     return fd;
   }
+  count_event(g_summary.guarded_opens);
+  if (decision.flags != request.flags) count_event(g_summary.rewritten_opens);
   if (g_config->mode == Mode::kAudit) report_open_in_audit(request, decision, fd, d, record.size);
   if (tracing()) {
     char effective_text[160];

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "core/open_flags.h"
+#include "report/summary.h"
 #include "shim/real_io.h"
 
 namespace appendguard {
@@ -139,6 +140,8 @@ APPENDGUARD_SLOW_PATH ssize_t guarded_write(const char* operation, int fd, Descr
   if (result > 0) {
     apply_write(state, request, check.landing_offset, static_cast<uint64_t>(result));
     d->store(state);
+    count_event(g_summary.writes);
+    count_event(g_summary.bytes, static_cast<uint64_t>(result));
   }
   file.release();
   if (__builtin_expect(result < 0, 0)) note_failed_guarded_call(operation, fd, d, errno);
@@ -237,6 +240,7 @@ APPENDGUARD_SLOW_PATH int guarded_resize(const char* operation, int fd, Descript
                         "(enforce mode defers it: zeros are appended at close if the program writes less)";
     }
     Violation v = violation_on(operation, fd, d, end, why);
+    v.fixed_by_enforce = deferrable && !enforce;
     v.has_count = allocates;
     v.count = static_cast<uint64_t>(resize.length);
     v.has_offset = true;

@@ -5,16 +5,20 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
+#include <new>
 
 #include "core/carried_fds.h"
 #include "core/path.h"
+#include "core/pattern_check.h"
 #include "report/report.h"
+#include "report/summary.h"
 #include "shim/guard.h"
 #include "shim/mount_guard.h"
 #include "shim/real_io.h"
@@ -43,6 +47,8 @@ void after_fork_parent() {
 void after_fork_child() {
   g_files.after_fork_child();
   reset_reporter_after_fork();
+  g_summary.~SummaryCounters();  // the child's summary counts its own calls
+  new (&g_summary) SummaryCounters();
   g_owner_pid.store(raw_getpid(), std::memory_order_relaxed);
 }
 
@@ -65,13 +71,30 @@ void adopt_inherited_descriptors() {
   closedir(dir);
 }
 
+// By system call: stat is in libc only since glibc 2.33 (before, an inline wrapper of __xstat).
+bool is_directory(const char* path) {
+  struct stat st;
+  return syscall(SYS_newfstatat, AT_FDCWD, path, &st, 0) == 0 && S_ISDIR(st.st_mode);
+}
+
 void initialize() {
   InternalScope internal;
-  ConfigResult result = parse_config([](const char* name) -> const char* { return secure_getenv(name); });
+  ConfigResult result = parse_config([](const char* name) -> const char* { return secure_getenv(name); },
+                                     getauxval(AT_SECURE) ? nullptr : environ);  // secure mode reads nothing
   if (!result.ok()) {
     std::string line = result.error + "\n";
     syscall(SYS_write, STDERR_FILENO, line.data(), line.size());
     _exit(2);  // a typo must never leave a job silently unguarded
+  }
+  if (result.config.mode != Mode::kOff) {
+    const char* paths = secure_getenv("APPENDGUARD_PATHS");
+    for (std::string& notice : pattern_notices(paths ? paths : "", is_directory)) {
+      result.notices.push_back(std::move(notice));
+    }
+  }
+  for (const std::string& notice : result.notices) {
+    std::string line = notice + "\n";
+    syscall(SYS_write, STDERR_FILENO, line.data(), line.size());
   }
   if (result.config.mode == Mode::kOff) {
     g_runtime_state.store(static_cast<int>(RuntimeState::kOff), std::memory_order_release);
@@ -83,6 +106,7 @@ void initialize() {
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
   load_mount_table();
   adopt_inherited_descriptors();
+  if (g_config->summary) enable_summary_at_exit();  // before: runs after the reservations are filled
   atexit(fill_reservations_at_exit);
   RuntimeState state = g_config->mode == Mode::kEnforce ? RuntimeState::kEnforce : RuntimeState::kAudit;
   g_runtime_state.store(static_cast<int>(state), std::memory_order_release);

@@ -59,3 +59,12 @@ TEST_CASE("bad command lines") {
   CHECK(r.error.find("unknown option '--strict'") != std::string::npos);
   CHECK(r.error.find('\n') == std::string::npos);
 }
+
+TEST_CASE("run refuses an invalid APPENDGUARD in the environment instead of replacing it") {
+  LaunchParse r = parse_run_arguments({"--", "x"}, "/lib.so", "", "enforced");
+  CHECK_FALSE(r.ok());
+  CHECK(r.error.find("APPENDGUARD='enforced'") != std::string::npos);
+  for (const char* ok : {"", "0", "off", "1", "on", "enforce", "audit"}) {
+    CHECK(parse_run_arguments({"--", "x"}, "/lib.so", "", ok).ok());
+  }
+}

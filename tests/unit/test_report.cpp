@@ -10,6 +10,7 @@
 #include "cli/report_summary.h"
 #include "report/log_sink.h"
 #include "report/report.h"
+#include "report/summary.h"
 
 using namespace appendguard;
 
@@ -43,14 +44,14 @@ TEST_CASE("the first line of a violation names everything needed") {
   v.why = "because";
   v.outcome = Outcome::kRefused;
   v.error = EOPNOTSUPP;
-  ProcessIdentity who{10, 12, "/usr/bin/python3", "2"};
+  ProcessIdentity who{10, 12, "/usr/bin/python3", "2", "node17"};
   char text[2048];
   TextBuffer out(text, sizeof text);
   format_violation(out, v, who);
   std::string s(out.view());
   CHECK(
       s.rfind("appendguard: violation: write /ckpt/a.safetensors fd=5 bytes=4096 offset=0 end_of_file=8192: "
-              "refused (EOPNOTSUPP)\n",
+              "refused (EOPNOTSUPP); pid 10 rank 2 host node17\n",
               0) == 0);
   CHECK(s.find("  why: because\n") != std::string::npos);
   CHECK(s.find("  opened: open64(\"/ckpt/a.safetensors\", O_RDWR|O_CLOEXEC), rewritten to "
@@ -74,6 +75,21 @@ TEST_CASE("let-through and audit outcomes") {
   v.outcome = Outcome::kAuditOnly;
   format_violation(out, v, ProcessIdentity{});
   CHECK(std::string(out.view()).find("allowed (audit mode)") != std::string::npos);
+  CHECK(std::string(out.view()).find("mount; needs a code change; pid ") != std::string::npos);
+  out.clear();
+  v.fixed_by_enforce = true;
+  format_violation(out, v, ProcessIdentity{});
+  CHECK(std::string(out.view()).find("mount; fixed by enforce mode; pid ") != std::string::npos);
+}
+
+TEST_CASE("the summary line") {
+  char text[512];
+  TextBuffer out(text, sizeof text);
+  SummaryValues v{3, 1, 120, 4096, 2, 1, 10, 0};
+  format_summary(out, v, 42, "7", "node17");
+  CHECK(std::string(out.view()) ==
+        "appendguard: summary: pid=42 rank=7 host=node17 guarded_opens=3 rewritten_opens=1 writes=120 "
+        "bytes=4096 violations=2 fixed_by_enforce=1 refused_bytes=10 held_sessions=0\n");
 }
 
 TEST_CASE("trace lines and bounded buffers") {
@@ -131,4 +147,49 @@ TEST_CASE("a file name can neither forge report lines nor split fields, and repo
     std::string line(trace.view());
     CHECK(std::count(line.begin(), line.end(), '\n') == 1);
   }
+}
+
+TEST_CASE("JSON reports, trace lines and summaries") {
+  Violation v;
+  v.operation = "write";
+  v.fd = 5;
+  v.path = "/ckpt/a \"b\"\n.safetensors";
+  v.count = 8;
+  v.offset = 0;
+  v.end_of_file = 100;
+  v.why = "because";
+  v.outcome = Outcome::kAuditOnly;
+  ProcessIdentity who{10, 12, "/usr/bin/python3", "2", "node17"};
+  char text[2048];
+  TextBuffer out(text, sizeof text);
+  format_violation_json(out, v, who, "    #0  0x1 f+0x1 (m+0x1)\n    #1  0x2 g+0x2 (m+0x2)\n",
+                        "    File \"/a.py\", line 3, in save\n", "");
+  CHECK(std::string(out.view()) ==
+        "{\"type\":\"violation\",\"operation\":\"write\",\"path\":\"/ckpt/a "
+        "\\\"b\\\"\\n.safetensors\",\"fd\":5,"
+        "\"bytes\":8,\"offset\":0,\"end_of_file\":100,\"outcome\":\"audit\",\"finding\":\"needs a code "
+        "change\","
+        "\"why\":\"because\",\"pid\":10,\"tid\":12,\"rank\":\"2\",\"host\":\"node17\",\"program\":"
+        "\"/usr/bin/python3\",\"native_stack\":[\"#0  0x1 f+0x1 (m+0x1)\",\"#1  0x2 g+0x2 (m+0x2)\"],"
+        "\"python_stack\":[\"File \\\"/a.py\\\", line 3, in save\"]}\n");
+  out.clear();
+  TraceEvent e;
+  e.operation = "lseek64";
+  e.fd = 3;
+  e.path = "/x\x01";
+  e.detail = "offset=0";
+  e.result = -1;
+  e.error = EINVAL;
+  format_trace_json(out, e, who);
+  CHECK(std::string(out.view()) ==
+        "{\"type\":\"trace\",\"pid\":10,\"tid\":12,\"operation\":\"lseek64\",\"fd\":3,\"path\":\"/x\\u0001\","
+        "\"detail\":\"offset=0\",\"result\":-1,\"errno\":\"EINVAL\"}\n");
+  out.clear();
+  format_summary_json(out, SummaryValues{1, 2, 3, 4, 5, 6, 7, 8}, 42, "0", "h");
+  CHECK(std::string(out.view()) ==
+        "{\"type\":\"summary\",\"pid\":42,\"rank\":\"0\",\"host\":\"h\",\"guarded_opens\":1,\"rewritten_"
+        "opens\":2,"
+        "\"writes\":3,\"bytes\":4,\"violations\":5,\"fixed_by_enforce\":6,\"refused_bytes\":7,\"held_"
+        "sessions\":8}"
+        "\n");
 }

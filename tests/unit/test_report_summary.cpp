@@ -35,3 +35,53 @@ TEST_CASE("violations are grouped by operation and file, in order of first appea
   collect_violations("", none);
   CHECK(none.empty());
 }
+
+TEST_CASE("audit findings enforce mode fixes, and the ranks of a group") {
+  const char* log =
+      "appendguard: violation: open64 /c/x.safetensors fd=3 end_of_file=5: allowed (audit mode): this would "
+      "fail on an append-only mount; fixed by enforce mode; pid 7 rank 3 host h\n"
+      "appendguard: violation: write /c/x.safetensors fd=3 bytes=1 offset=0 end_of_file=5: allowed (audit "
+      "mode): this would fail on an append-only mount; needs a code change; pid 7 rank 3 host h\n"
+      "appendguard: violation: write /c/x.safetensors fd=3 bytes=1 offset=0 end_of_file=5: allowed (audit "
+      "mode): this would fail on an append-only mount; needs a code change; pid 9 rank 12 host g\n"
+      "appendguard: violation: write /c/x.safetensors fd=3 bytes=1 offset=0 end_of_file=5: allowed (audit "
+      "mode): this would fail on an append-only mount; needs a code change; pid 8 rank 3 host h\n";
+  std::vector<ViolationGroup> groups;
+  collect_violations(log, groups);
+  REQUIRE(groups.size() == 2);
+  CHECK(groups[0].fixed_by_enforce);
+  CHECK_FALSE(groups[1].fixed_by_enforce);
+  CHECK(groups[1].count == 3);
+  CHECK(groups[1].ranks == std::vector<std::string>{"3", "12"});
+}
+
+TEST_CASE("reports are grouped by call site across ranks and files") {
+  auto report = [](const char* file, const char* rank, const char* python_frame) {
+    std::string r = std::string("appendguard: violation: write /c/") + file +
+                    " fd=3 bytes=1 offset=0 end_of_file=5: refused (EOPNOTSUPP); pid 7 rank " + rank +
+                    " host h\n" +
+                    "  why: the position is not the end of file\n"
+                    "  native stack:\n"
+                    "    #0  0x0000004011aa write+0x1a (libc.so.6+0x1011aa)\n"
+                    "    #1  0x0000004022bb _Py_write+0x5e (python3+0x22bb)\n";
+    if (python_frame)
+      r += std::string("  python stack (most recent call first):\n    ") + python_frame + "\n";
+    r += "  opened at:\n    #0  0x000000403333 open_site+0x1 (python3+0x3333)\n";
+    return r;
+  };
+  std::string log = report("a-0.safetensors", "0", "File \"/app/save.py\", line 8, in patch") +
+                    report("a-1.safetensors", "1", "File \"/app/save.py\", line 8, in patch") +
+                    report("a-2.safetensors", "2", "File \"/app/save.py\", line 9, in other") +
+                    report("b.safetensors", "3", nullptr);
+  std::vector<ViolationGroup> groups;
+  collect_violations(log, groups, "rank.log");
+  REQUIRE(groups.size() == 3);
+  CHECK(groups[0].site == "File \"/app/save.py\", line 8, in patch");
+  CHECK(groups[0].count == 2);
+  CHECK(groups[0].files == 2);
+  CHECK(groups[0].ranks == std::vector<std::string>{"0", "1"});
+  CHECK(groups[0].first_log == "rank.log");
+  CHECK(groups[0].why == "the position is not the end of file");
+  CHECK(groups[1].site == "File \"/app/save.py\", line 9, in other");
+  CHECK(groups[2].site == "_Py_write+0x5e (python3+0x22bb)");  // libc's frame skipped, not the open site
+}

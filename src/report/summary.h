@@ -1,0 +1,49 @@
+// The line a process writes at exit when it touched guarded files (APPENDGUARD_SUMMARY, on by default):
+// what the library did for it. Counters are relaxed atomics bumped on the guarded paths only; the
+// untracked path never touches them.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "report/text_buffer.h"
+
+namespace appendguard {
+
+struct SummaryCounters {
+  std::atomic<uint64_t> guarded_opens{0};     // opens (and adoptions) of guarded files that were tracked
+  std::atomic<uint64_t> rewritten_opens{0};   // opens whose flags enforce mode changed
+  std::atomic<uint64_t> writes{0};            // write-family calls on guarded descriptors that wrote bytes
+  std::atomic<uint64_t> bytes{0};             // the bytes they wrote
+  std::atomic<uint64_t> violations{0};        // reports of a broken rule (audit: those that need code)
+  std::atomic<uint64_t> fixed_by_enforce{0};  // audit findings enforce mode fixes (not in violations)
+  std::atomic<uint64_t> refused_bytes{0};     // bytes of refused writes
+  std::atomic<uint64_t> held_sessions{0};     // held write sessions (wired by the held-session work)
+};
+
+extern constinit SummaryCounters g_summary;
+
+inline void count_event(std::atomic<uint64_t>& counter, uint64_t n = 1) {
+  counter.fetch_add(n, std::memory_order_relaxed);
+}
+
+struct SummaryValues {
+  uint64_t guarded_opens, rewritten_opens, writes, bytes, violations, fixed_by_enforce, refused_bytes,
+      held_sessions;
+};
+SummaryValues read_summary(const SummaryCounters& counters);
+
+// "appendguard: summary: pid=P rank=R host=H guarded_opens=... held_sessions=N\n" (pure; unit-tested).
+void format_summary(TextBuffer& out, const SummaryValues& values, pid_t pid, const char* rank,
+                    const char* host);
+
+// The same as a JSON object: {"type":"summary","pid":P,"rank":"R","host":"H","guarded_opens":N,...}.
+void format_summary_json(TextBuffer& out, const SummaryValues& values, pid_t pid, const char* rank,
+                         const char* host);
+
+// At exit: the line to the log when this process touched guarded files and the summary is on.
+void enable_summary_at_exit();
+
+}  // namespace appendguard

@@ -1,0 +1,114 @@
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/variables.h"
+
+using namespace appendguard;
+
+namespace {
+
+std::map<std::string, std::string> g_env;
+
+const char* fake_env(const char* name) {
+  auto it = g_env.find(name);
+  return it == g_env.end() ? nullptr : it->second.c_str();
+}
+
+// parse_config over `env`, with the same entries as its environ.
+ConfigResult parse_with_environment(std::map<std::string, std::string> env) {
+  g_env = std::move(env);
+  static std::vector<std::string> entries;
+  static std::vector<const char*> pointers;
+  entries.clear();
+  pointers.clear();
+  for (const auto& [name, value] : g_env) entries.push_back(name + "=" + value);
+  for (const std::string& entry : entries) pointers.push_back(entry.c_str());
+  pointers.push_back(nullptr);
+  return parse_config(fake_env, pointers.data());
+}
+
+}  // namespace
+
+TEST_CASE("edit distance") {
+  CHECK(edit_distance("", "") == 0);
+  CHECK(edit_distance("abc", "abc") == 0);
+  CHECK(edit_distance("APPENDGUARD_PATH", "APPENDGUARD_PATHS") == 1);
+  CHECK(edit_distance("kitten", "sitting") == 3);
+  CHECK(edit_distance("", "abc") == 3);
+}
+
+TEST_CASE("the closest setting of a misspelt name") {
+  CHECK(std::string(closest_setting("APPENDGUARD_PATH").name) == "APPENDGUARD_PATHS");
+  CHECK(std::string(closest_setting("APPENDGUARD_ONVIOLATION").name) == "APPENDGUARD_ON_VIOLATION");
+  CHECK(std::string(closest_setting("APPENDGUARD_ERRNOS").name) == "APPENDGUARD_ERRNO");
+  CHECK(std::string(closest_setting("APPENDGUARDLOG").name) == "APPENDGUARD_LOG");
+  CHECK(std::string(closest_setting("APPENDGUARD_MODE").name) != "APPENDGUARD_CARRIED_FDS");  // a setting
+}
+
+TEST_CASE("the table: unique names with the prefix, help for each") {
+  std::map<std::string, int> seen;
+  for (const Variable& v : known_variables()) {
+    CHECK(is_our_prefix(v.name));
+    CHECK(++seen[v.name] == 1);
+    CHECK(std::string(v.help).size() > 5);
+    CHECK(std::string(v.help).find('\n') == std::string::npos);
+  }
+  REQUIRE(find_variable("APPENDGUARD_CARRIED_FDS"));
+  CHECK(find_variable("APPENDGUARD_CARRIED_FDS")->kind == VariableKind::kInternal);
+  REQUIRE(find_variable("APPENDGUARD_LIB"));
+  CHECK(find_variable("APPENDGUARD_LIB")->kind == VariableKind::kTooling);
+  CHECK(find_variable("APPENDGUARD_PATH") == nullptr);
+}
+
+TEST_CASE("enabled, an unknown APPENDGUARD name is an error naming it and the closest name") {
+  ConfigResult r = parse_with_environment({{"APPENDGUARD", "1"}, {"APPENDGUARD_PATH", "/mnt/**"}});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error.find("unknown variable APPENDGUARD_PATH:") != std::string::npos);
+  CHECK(r.error.find("did you mean APPENDGUARD_PATHS?") != std::string::npos);
+  CHECK(r.error.find('\n') == std::string::npos);
+  CHECK_FALSE(parse_with_environment({{"APPENDGUARD", "audit"}, {"APPENDGUARDX", "1"}}).ok());
+}
+
+TEST_CASE("known, internal and tooling names are accepted; other prefixes are not ours") {
+  ConfigResult r = parse_with_environment({{"APPENDGUARD", "1"},
+                                           {"APPENDGUARD_PATHS", "*.bin"},
+                                           {"APPENDGUARD_CARRIED_FDS", ""},
+                                           {"APPENDGUARD_LIB", "/x.so"},
+                                           {"APPENDGUARD_TEST_BIN", "/x"},
+                                           {"APPENDGUARD_SUMMARY", "0"},
+                                           {"APPENDGUAR", "1"},
+                                           {"APPENDONLYFS", "/bin/x"}});
+  CHECK(r.ok());
+  CHECK(r.notices.empty());
+  CHECK_FALSE(r.config.summary);
+}
+
+TEST_CASE("inert: unknown names are no error; APPENDGUARD unset with settings present is a notice") {
+  ConfigResult r = parse_with_environment({{"APPENDGUARD_PATHS", "*.bin"}, {"APPENDGUARD_PATH", "x"}});
+  REQUIRE(r.ok());
+  CHECK(r.config.mode == Mode::kOff);
+  REQUIRE(r.notices.size() == 1);
+  CHECK(r.notices[0].find("APPENDGUARD is not set") != std::string::npos);
+  CHECK(r.notices[0].find("APPENDGUARD_PATH, APPENDGUARD_PATHS ignored") != std::string::npos);
+  // Explicitly off, or only tooling names: nothing to say.
+  CHECK(parse_with_environment({{"APPENDGUARD", "off"}, {"APPENDGUARD_PATHS", "*.bin"}}).notices.empty());
+  CHECK(parse_with_environment({{"APPENDGUARD_LIB", "/x.so"}, {"APPENDGUARD_CARRIED_FDS", "1"}})
+            .notices.empty());
+  CHECK(parse_with_environment({}).notices.empty());
+}
+
+TEST_CASE("summary switch") {
+  CHECK_FALSE(parse_with_environment({{"APPENDGUARD", "1"}}).config.summary);  // stderr: off unless asked
+  CHECK(parse_with_environment({{"APPENDGUARD", "1"}, {"APPENDGUARD_LOG", "/x/%p.log"}}).config.summary);
+  CHECK(parse_with_environment({{"APPENDGUARD", "1"}, {"APPENDGUARD_SUMMARY", "1"}}).config.summary);
+  CHECK_FALSE(
+      parse_with_environment({{"APPENDGUARD", "1"}, {"APPENDGUARD_LOG", "/x"}, {"APPENDGUARD_SUMMARY", "0"}})
+          .config.summary);
+  ConfigResult r = parse_with_environment({{"APPENDGUARD", "1"}, {"APPENDGUARD_SUMMARY", "maybe"}});
+  CHECK(r.error ==
+        "appendguard: invalid APPENDGUARD_SUMMARY='maybe': accepted: 1, on, yes, true; 0, off, no, false");
+}
