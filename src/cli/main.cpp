@@ -165,8 +165,10 @@ ConfigResult configuration_of(const LaunchPlan& plan) {
   }
   for (const auto& [name, value] : plan.environment) merged[name] = value;
   std::vector<std::string> entries;
-  for (const auto& [name, value] : merged) entries.push_back(name + "=" + value);
+  entries.reserve(merged.size());
+  for (const auto& [name, value] : merged) entries.push_back(std::string(name).append("=").append(value));
   std::vector<const char*> environment;
+  environment.reserve(entries.size() + 1);
   for (const std::string& entry : entries) environment.push_back(entry.c_str());
   environment.push_back(nullptr);
   ConfigResult result = parse_config(

@@ -72,7 +72,7 @@ std::string call_site_of(std::string_view block) {
     }
     std::string_view frame = line.substr(4);
     if (section == Section::kPython && frame.rfind("File \"", 0) == 0) return std::string(frame);
-    if (section == Section::kNative && native.empty() && frame.rfind("#", 0) == 0) {
+    if (section == Section::kNative && native.empty() && frame.starts_with('#')) {
       // "#3  0x00000040112a name+0x1a (module+0x112a)": the part after the address.
       size_t address = frame.find(" 0x");
       size_t name = address == std::string_view::npos ? address : frame.find(' ', address + 1);
