@@ -64,9 +64,15 @@ int reopen_by_rewriting(OpenDecision& decision, Call&& call) {
   return fd;
 }
 
+// The held descriptor answering a write open (held_sessions.h): close-on-exec as the program asked, its
+// kernel offset at the end of what was written (where every allowed write lands).
+int reuse_held_descriptor(const OpenRequest& request, const OpenDecision& decision);
+
 template <typename Call>
 int open_as_decided(const OpenRequest& request, OpenDecision& decision, Call&& call) {
-  int fd = decision.rewrite_existing ? reopen_by_rewriting(decision, call) : call(decision.flags);
+  int fd = decision.reuse_fd >= 0      ? reuse_held_descriptor(request, decision)
+           : decision.rewrite_existing ? reopen_by_rewriting(decision, call)
+                                       : call(decision.flags);
   return finish_open(request, decision, fd);
 }
 

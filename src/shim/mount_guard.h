@@ -16,6 +16,10 @@ extern const MountTable* g_mount_table;  // null when no mount is append-only
 inline const MountEntry* append_only_mount_of(const char* full_path) {
   return g_mount_table ? g_mount_table->append_only_mount_of(full_path) : nullptr;
 }
+// The kind of store holding `full_path` (absolute, normalized); kAppends when no mount is known.
+inline StoreKind store_kind_of(const char* full_path) {
+  return g_mount_table ? g_mount_table->store_kind_of(full_path) : StoreKind::kAppends;
+}
 inline bool any_append_only_mount() {
   return g_mount_table != nullptr;
 }

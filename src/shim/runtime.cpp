@@ -16,6 +16,7 @@
 #include "core/path.h"
 #include "report/report.h"
 #include "shim/guard.h"
+#include "shim/held_sessions.h"
 #include "shim/mount_guard.h"
 #include "shim/real_io.h"
 
@@ -39,9 +40,11 @@ void before_fork() {
 }
 void after_fork_parent() {
   g_files.after_fork_parent();
+  note_child_started();
 }
 void after_fork_child() {
   g_files.after_fork_child();
+  forget_held_after_fork_child();
   reset_reporter_after_fork();
   g_owner_pid.store(raw_getpid(), std::memory_order_relaxed);
 }
@@ -84,6 +87,7 @@ void initialize() {
   load_mount_table();
   adopt_inherited_descriptors();
   atexit(fill_reservations_at_exit);
+  atexit(commit_held_at_exit);
   RuntimeState state = g_config->mode == Mode::kEnforce ? RuntimeState::kEnforce : RuntimeState::kAudit;
   g_runtime_state.store(static_cast<int>(state), std::memory_order_release);
 }
