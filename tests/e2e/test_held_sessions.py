@@ -1,0 +1,174 @@
+"""Held write sessions on the two write-once stores this machine runs: appendonlyfs's s3 profile (as
+mountpoint-s3) and Debian's rclone with --vfs-cache-mode off. With no appendguard variable but APPENDGUARD=1
+the library recognises both from /proc/self/mountinfo, holds each file's first write session ("wb", closed)
+and hands it back to the reopen, so that:
+* the DCP imitation (4 files, 4 threads), C stdio and C++ streams write byte for byte what a local disk
+  gets, and the library prints nothing;
+* a writer killed with SIGKILL at random moments leaves a prefix of the right file (the kernel's close
+  commits what was written), never anything else;
+* a held file read by the same process shows its bytes (the read commits it; the reopen then writes the
+  file anew);
+* the held descriptor is never open in an exec'd program (a spawned child's, or the process's own exec);
+* a child forked while a session is held does not break the parent's file.
+The bytes are read from the backing directory. Exits 77 (skip) without FUSE or rclone, unless
+APPENDGUARD_REQUIRE_FUSE=1 (CI), which makes either a failure.
+"""
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+import e2e_support
+from e2e_support import AOFS, DCP, PYTHON, aofs, e2e_program, e2e_script, files_of, harness, read_bytes, results
+from rclone_mount import RCLONE, rclone_mounted
+
+sys.path.insert(0, e2e_support.SCRIPTS)
+import held_session  # noqa: E402  (the expected bytes)
+
+SCRIPT = e2e_script("held_session.py")
+STDIO = e2e_program("e2e_stdio_append")
+STREAM = e2e_program("e2e_stream_append")
+DCP_ARGS = ["--files", "4", "--tensors", "4", "--tensor-bytes", "16384", "--workers", "4"]
+KILLS = 10  # per store: 20 in all
+KILL_TENSORS, KILL_SIZE, KILL_PAUSE = 40, 8192, 0.005
+
+
+class HeldSessions:
+    """The tests, run on each store by the subclasses (store() mounts and returns (mount, backing))."""
+
+    def m(self, name):
+        return os.path.join(self.mnt, name)
+
+    def b(self, name):
+        return os.path.join(self.backing, name)
+
+    def setUp(self):
+        super().setUp()
+        self.mnt, self.backing = self.store()
+
+    def settled(self, path, timeout=5.0):
+        """The bytes at path once two reads 50 ms apart agree (rclone finishes an upload after close)."""
+        deadline = time.monotonic() + timeout
+        last = None
+        while True:
+            data = read_bytes(path) if os.path.exists(path) else None
+            if data == last and data is not None or time.monotonic() > deadline:
+                return data
+            last = data
+            time.sleep(0.05)
+
+    def test_dcp_imitation_with_library_alone_is_byte_identical_to_local(self):
+        local = os.path.join(self.dir, "local")
+        proc = harness.run([PYTHON, DCP, local, *DCP_ARGS], mode=None, preload=False)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        proc = harness.run([PYTHON, DCP, self.m("out"), *DCP_ARGS])
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertNotIn("appendguard", proc.stderr)
+        written, expected = files_of(self.b("out")), files_of(local)
+        self.assertEqual(sorted(written), sorted(expected))
+        self.assertEqual(len(expected), 5)
+        for name in expected:
+            self.assertTrue(written[name] == expected[name], f"{name}: different bytes")
+
+    def check_program(self, program):
+        proc = harness.run([program, self.m("s.safetensors"), "4", "5000"])
+        self.assertEqual(proc.returncode, 0, f"{proc.stdout}\n{proc.stderr}")
+        self.assertNotIn("appendguard", proc.stderr)
+        self.assertEqual(self.settled(self.b("s.safetensors")), held_session.expected(4, 5000))
+
+    def test_c_stdio_with_library_alone(self):
+        self.check_program(STDIO)
+
+    def test_cpp_streams_with_library_alone(self):
+        self.check_program(STREAM)
+
+    def run_script(self, mode, name="h.safetensors"):
+        proc = harness.run([PYTHON, SCRIPT, mode, self.m(name)])
+        self.assertEqual(proc.returncode, 0, f"{proc.stdout}\n{proc.stderr}")
+        self.assertNotIn("appendguard", proc.stderr)
+        self.assertEqual(self.settled(self.b(name)), held_session.expected(4, 5000))
+        return results(proc.stdout)
+
+    def test_a_held_file_read_by_the_same_process_shows_its_bytes(self):
+        self.assertEqual(self.run_script("read")["read_ok"], "1")
+
+    def test_a_spawned_child_never_has_the_held_descriptor(self):
+        r = self.run_script("spawn")
+        self.assertTrue(r["child_files"], r)
+        self.assertNotIn("h.safetensors", r["child_files"])
+
+    def test_exec_commits_the_held_session_and_the_new_program_does_not_have_it(self):
+        r = self.run_script("exec")
+        self.assertEqual(r["held_file_open_in_child"], "0")
+        self.assertEqual(r["header_committed"], "1")
+
+    def test_a_child_forked_while_the_session_is_held_does_not_break_the_file(self):
+        self.run_script("fork")
+
+    def test_sigkill_at_random_moments_leaves_a_prefix_of_the_file(self):
+        rng = random.Random()
+        seed = rng.randrange(1 << 30)
+        rng.seed(seed)
+        expected = held_session.expected(KILL_TENSORS, KILL_SIZE)
+        lengths = []
+        for i in range(KILLS):
+            name = f"k{i}.safetensors"
+            process = subprocess.Popen([PYTHON, SCRIPT, "write", self.m(name), str(KILL_TENSORS), str(KILL_SIZE),
+                                        str(KILL_PAUSE)], env=harness.child_env(), stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE)
+            process.stdout.readline()  # held_fd=...: the header is written and closed (held)
+            time.sleep(rng.uniform(0, KILL_TENSORS * KILL_PAUSE * 1.2))
+            process.send_signal(signal.SIGKILL)
+            _, stderr = process.communicate()
+            self.assertNotIn(b"appendguard", stderr)
+            data = self.settled(self.b(name)) or b""
+            lengths.append(len(data))
+            self.assertTrue(expected.startswith(data), f"seed {seed}, kill {i}: {len(data)} bytes, not a prefix")
+        print(f"{type(self).__name__}: seed {seed}, bytes left by {KILLS} kills: {lengths} of {len(expected)}",
+              file=sys.stderr)
+
+
+class AppendonlyfsS3(HeldSessions, e2e_support.MountTest):
+    def store(self):
+        return self.mount("s3")[::-1]
+
+    def tearDown(self):
+        self.assertEqual(self.log_lines(), [], "the s3 profile refused something")
+        super().tearDown()
+
+
+class RcloneCacheOff(HeldSessions, harness.TempDirTest):
+    def store(self):
+        backing, mnt, self.rclone_log = self.enterContext(
+            rclone_mounted(self.dir, "off", on_mount=e2e_support.ACTIVE_MOUNTS.add))
+        self.addCleanup(e2e_support.ACTIVE_MOUNTS.discard, mnt)
+        return mnt, backing
+
+    def tearDown(self):
+        with open(self.rclone_log) as f:
+            log = f.read()
+        self.assertNotIn("ERROR", log)
+        super().tearDown()
+
+
+def main():
+    aofs.skip_or_fail_without_fuse("held-session tests")
+    if RCLONE is None:
+        if aofs.fuse_required():
+            print("FAIL: rclone is not installed and APPENDGUARD_REQUIRE_FUSE=1", file=sys.stderr)
+            sys.exit(1)
+        print("SKIP: rclone is not installed (apt-get install rclone)")
+        sys.exit(aofs.SKIP_RETURN_CODE)
+    if not AOFS:
+        print("FAIL: APPENDONLYFS is not set; run through ctest", file=sys.stderr)
+        sys.exit(1)
+    e2e_support.check_library_is_effective()
+    e2e_support.install_signal_handlers()
+    unittest.main(verbosity=2)
+
+
+if __name__ == "__main__":
+    main()
