@@ -447,11 +447,15 @@ uint64_t write_fully(int fd, const char* data, uint64_t size, int& error) {
 }
 
 void report_rewrite_failure(const OpenDecision& decision, uint64_t written, uint64_t size, int error) {
-  char message[kMaxPath + 300];
+  char message[kMaxPath + 700];
   if (written == 0 && size > kMaxRewriteBytes) {
     std::snprintf(message, sizeof message,
-                  "%s: APPENDGUARD_REOPEN=rewrite reads a file back only up to %llu bytes; it has %llu: the "
-                  "open fails with EFBIG",
+                  "%s: appendguard writes an existing file anew (truncating it and writing its bytes back, "
+                  "as APPENDGUARD_REOPEN=rewrite and write-once stores need for a file this process did not "
+                  "start) only up to %llu bytes, since a process killed during the write-back leaves it "
+                  "truncated; it has %llu: the open fails with EFBIG and the file is unchanged. Write it in "
+                  "one session (a file this process creates is held open across its close and reused), or "
+                  "on a store that appends use APPENDGUARD_REOPEN=append; see docs/limits.md",
                   decision.path, static_cast<unsigned long long>(kMaxRewriteBytes),
                   static_cast<unsigned long long>(size));
   } else {

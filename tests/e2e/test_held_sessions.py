@@ -108,6 +108,30 @@ class HeldSessions:
     def test_a_child_forked_while_the_session_is_held_does_not_break_the_file(self):
         self.run_script("fork")
 
+    def append_to_file_of_another_process(self, size):
+        with open(self.m("o.safetensors"), "wb") as f:  # written without the library: nothing held
+            f.write(b"O" * size)
+        self.assertEqual(self.settled(self.b("o.safetensors")), b"O" * size)
+        return harness.run([PYTHON, "-c", "import sys\nwith open(sys.argv[1], 'ab') as f: f.write(b'T' * 100)",
+                            self.m("o.safetensors")])
+
+    def test_a_small_file_of_another_process_is_written_anew(self):
+        proc = self.append_to_file_of_another_process(4096)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertNotIn("appendguard", proc.stderr)
+        self.assertEqual(self.settled(self.b("o.safetensors")), b"O" * 4096 + b"T" * 100)
+
+    def test_a_file_of_another_process_above_8_mib_is_not_written_anew(self):
+        # The write-back's loss window (a SIGKILL there truncates the file) is bounded: above 8 MiB the
+        # open fails with EFBIG and a report, and the file keeps its bytes.
+        size = 8 * 1024 * 1024 + 1
+        proc = self.append_to_file_of_another_process(size)
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        self.assertIn("[Errno 27] File too large", proc.stderr)
+        self.assertIn(f"only up to 8388608 bytes, since a process killed during the write-back leaves it truncated; "
+                      f"it has {size}: the open fails with EFBIG and the file is unchanged", proc.stderr)
+        self.assertEqual(os.path.getsize(self.b("o.safetensors")), size)
+
     def test_sigkill_at_random_moments_leaves_a_prefix_of_the_file(self):
         rng = random.Random()
         seed = rng.randrange(1 << 30)
