@@ -178,6 +178,71 @@ class RcloneCacheOff(HeldSessions, harness.TempDirTest):
         super().tearDown()
 
 
+class FailedUpload(e2e_support.MountTest):
+    """appendonlyfs s3 with -o flush_eio: every close fails EIO, as a store whose upload failed."""
+
+    def setUp(self):
+        super().setUp()
+        self.backing, self.mnt = self.mount("s3", options=("flush_eio",))
+
+    def test_the_failed_commit_is_returned_to_the_reopened_descriptors_close(self):
+        proc = harness.run([PYTHON, SCRIPT, "write", os.path.join(self.mnt, "f.safetensors")])
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        self.assertIn("OSError: [Errno 5] Input/output error", proc.stderr)  # the "r+b" file's close
+        self.assertIn("held_fd=", proc.stdout)  # the header's close returned 0: held
+
+    def test_a_failed_commit_at_exit_is_reported_in_one_line(self):
+        code = "import os, sys\nfd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)\n" \
+               "os.write(fd, b'H' * 64)\nos.close(fd)\nprint('closed')"
+        proc = harness.run([PYTHON, "-c", code, os.path.join(self.mnt, "g.safetensors")])
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(proc.stdout, "closed\n")
+        lines = [line for line in proc.stderr.splitlines() if line.startswith("appendguard")]
+        self.assertEqual(len(lines), 1, proc.stderr)
+        self.assertIn("g.safetensors: the held write session (fd 3, opened O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC, 64 bytes "
+                      "written) "
+                      "was committed at exit, and its real close failed with EIO: the store refused the upload",
+                      lines[0])
+
+
+class LocalDiskWithHold(harness.TempDirTest):
+    """APPENDGUARD_REOPEN=hold on a local directory: what commits a held session, seen in the trace."""
+
+    def run_code(self, code, *args):
+        proc = harness.run([PYTHON, "-c", code, *args], APPENDGUARD_REOPEN="hold", APPENDGUARD_TRACE="1")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return proc.stdout, [line for line in proc.stderr.splitlines() if line.startswith("appendguard")]
+
+    HEADER = "import os, sys\ndef header(p):\n    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)\n" \
+             "    os.write(fd, b'H' * 64)\n    return fd\n"
+
+    def test_fsync_before_close_commits(self):
+        code = self.HEADER + "fd = header(sys.argv[1])\nos.fsync(fd)\nos.close(fd)\nprint('ok')"
+        _, lines = self.run_code(code, self.path("a.safetensors"))
+        closes = [line for line in lines if " close fd=" in line]
+        self.assertEqual(len(closes), 1, lines)
+        self.assertNotIn("held", closes[0])
+
+    def test_the_65th_held_file_commits_the_oldest(self):
+        code = self.HEADER + "for i in range(65):\n    os.close(header(os.path.join(sys.argv[1], f'{i}.safetensors')))\n" \
+                             "os._exit(0)"
+        _, lines = self.run_code(code, self.dir)
+        commits = [line for line in lines if "held session committed" in line]
+        self.assertEqual(len(commits), 1, lines)
+        self.assertIn("/0.safetensors held session committed because 64 files were held (the oldest goes first)",
+                      commits[0])
+
+    def test_a_second_close_fails_ebadf_and_dup2_onto_the_number_commits_first(self):
+        code = self.HEADER + ("fd = header(sys.argv[1])\nos.close(fd)\n"
+                              "try:\n    os.close(fd)\nexcept OSError as e:\n    print(f'second_close={e.errno}')\n"
+                              "os.dup2(1, fd)\nos.close(fd)\n"
+                              "print('size=%d' % os.path.getsize(sys.argv[1]))")
+        out, lines = self.run_code(code, self.path("b.safetensors"))
+        self.assertIn("second_close=9", out)  # EBADF
+        self.assertIn("size=64", out)
+        self.assertTrue(any("held session committed before dup2 onto its number" in line for line in lines), lines)
+
+
 def main():
     aofs.skip_or_fail_without_fuse("held-session tests")
     if RCLONE is None:

@@ -41,8 +41,8 @@ def expected(tensors, size):
 
 
 def write_header(path):
-    # Without O_CLOEXEC: the library sets it on the descriptor it holds.
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.set_inheritable(fd, True)  # Python opens close-on-exec: the library must set it on what it holds
     os.write(fd, header_bytes())
     os.close(fd)
     return fd
