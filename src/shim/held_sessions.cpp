@@ -167,6 +167,14 @@ bool is_held_fd(int fd) {
   return g_held.holds_fd(fd);
 }
 
+__attribute__((noinline)) int close_untracked_while_holding(int fd) {
+  if (is_held_fd(fd)) {
+    errno = EBADF;
+    return -1;
+  }
+  return real_close(fd);
+}
+
 void commit_held_range(unsigned first, unsigned last, const char* when) {
   if (!any_held_sessions() || !owns_file_table()) return;
   int error = errno;

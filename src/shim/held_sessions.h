@@ -38,6 +38,9 @@ void commit_held_before_read(int dirfd, const char* path);
 // (the close then fails with EBADF and the session stays). dup2/dup3 onto a held number, close_range and
 // closefrom over held numbers: the sessions are committed first.
 bool is_held_fd(int fd);
+// close() of an untracked number while sessions are held: EBADF for a held number, else the real close.
+// Out of line, so that close's own path stays a tail call.
+int close_untracked_while_holding(int fd);
 void commit_held_range(unsigned first, unsigned last, const char* when);
 
 // At exit and before exec: every session is committed (the program's files are complete).

@@ -25,10 +25,7 @@ APPENDGUARD_FD_HOOK(off64_t, lseek64, fd, (int fd, off64_t offset, int whence), 
 // gets.
 APPENDGUARD_HOOK int close(int fd) {
   if (__builtin_expect(g_files.lookup(fd) != nullptr, 0)) return close_tracked(fd);
-  if (__builtin_expect(any_held_sessions(), 0) && is_held_fd(fd)) {
-    errno = EBADF;
-    return -1;
-  }
+  if (__builtin_expect(any_held_sessions(), 0)) return close_untracked_while_holding(fd);
   return real_close(fd);
 }
 
