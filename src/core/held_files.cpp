@@ -22,7 +22,7 @@ bool HeldSet::add(const HeldSession& s, HeldSession& evicted) {
     remove_at(oldest);
   }
   sessions_[count_] = s;
-  sessions_[count_].order = next_order_++;
+  sessions_[count_].order = ++next_order_;
   ++count_;
   return full;
 }

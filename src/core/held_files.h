@@ -16,7 +16,7 @@
 namespace appendguard {
 
 struct HeldSession {
-  int fd = -1;  // the real descriptor, kept open under the number the program closed
+  int fd = 0;  // the real descriptor, kept open under the number the program closed (all-zero: .bss)
   dev_t device = 0;
   ino_t inode = 0;
   uint64_t end_of_file = 0;  // bytes written in the session (the kernel offset is there)
@@ -76,7 +76,7 @@ class HeldSet {
   void remove_at(size_t i);
   HeldSession sessions_[kCapacity] = {};
   size_t count_ = 0;
-  uint64_t next_order_ = 1;
+  uint64_t next_order_ = 0;  // zero: the set lives in .bss (packaging.library_size)
 };
 
 }  // namespace appendguard

@@ -1,6 +1,9 @@
 #include "core/mount_table.h"
 
+#include <sys/sysmacros.h>
+
 #include <array>
+#include <charconv>
 
 namespace appendguard {
 namespace {
@@ -127,8 +130,19 @@ std::string parse_mount_selection(std::string_view text, MountSelection& out) {
 bool parse_mountinfo_line(std::string_view line, MountEntry& out) {
   // id parent major:minor root mount_point options [optional fields...] - type source super_options
   std::string_view rest = line;
+  std::string_view device;
   for (int i = 0; i < 4; ++i) {
-    if (next_field(rest).empty()) return false;
+    std::string_view field = next_field(rest);
+    if (field.empty()) return false;
+    if (i == 2) device = field;
+  }
+  out.device = 0;
+  if (size_t colon = device.find(':'); colon != std::string_view::npos) {
+    unsigned major_number = 0;
+    unsigned minor_number = 0;
+    std::from_chars(device.data(), device.data() + colon, major_number);
+    std::from_chars(device.data() + colon + 1, device.data() + device.size(), minor_number);
+    out.device = makedev(major_number, minor_number);
   }
   std::string_view mount_point = next_field(rest);
   if (mount_point.empty() || next_field(rest).empty()) return false;
@@ -181,6 +195,13 @@ const MountEntry* MountTable::append_only_mount_of(std::string_view path) const 
   if (append_only_count_ == 0) return nullptr;
   const Mount* best = mount_of(path);
   return best && best->append_only ? &best->entry : nullptr;
+}
+
+bool MountTable::knows_device(dev_t device) const {
+  for (const Mount& mount : mounts_) {
+    if (mount.entry.device == device) return true;
+  }
+  return false;
 }
 
 StoreKind MountTable::store_kind_of(std::string_view path) const {

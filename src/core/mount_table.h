@@ -2,6 +2,8 @@
 // setting, the mountinfo text and the path lookup are plain data, so every case is unit-testable.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +37,7 @@ struct MountEntry {
   std::string type;         // "fuse.appendonlyfs", "fuse", "ext4"...
   std::string source;       // "appendonlyfs:hdfs", "fuse_dfs"...
   StoreKind kind = StoreKind::kAppends;
+  dev_t device = 0;  // from the major:minor field, as stat's st_dev shows it
 };
 
 // The kind of store `entry` is, from its type and source alone.
@@ -56,6 +59,9 @@ class MountTable {
   // The append-only mount holding the absolute, normalized `path` (the longest mount point that is a
   // prefix of it, as the kernel resolves it without symbolic links), or null.
   const MountEntry* append_only_mount_of(std::string_view path) const;
+  // Whether some mount has this device (a file on a device the table does not know is on a mount made
+  // after the table was read).
+  bool knows_device(dev_t device) const;
   // The kind of the mount holding `path` (any mount: a file guarded by name may be on any of them).
   StoreKind store_kind_of(std::string_view path) const;
 

@@ -250,6 +250,7 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
       decision.flags = held.effective_flags;
       return;
     }
+    if (exists) refresh_mounts_for(st.st_dev);  // a store mounted after start-up
     decision.hold = hold_mode_for(decision.path);
     decision.flags = rewrite_open_flags(request.flags);
     // A file this process did not start (or no longer holds) cannot be appended to on a write-once
@@ -291,6 +292,7 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
     errno = error;
     return fd;
   }
+  bool decision_hold_after_open = false;
   OpenSite site;
   site.function = request.function;
   site.original_flags = request.flags;
@@ -308,8 +310,13 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
   record.kernel_appends = (decision.flags & O_APPEND) != 0;
   record.program_appends = (request.flags & O_APPEND) != 0;
   record.readable_by_program = (request.flags & O_ACCMODE) == O_RDWR;
-  record.starts_session =
-      decision.hold && ((decision.flags & O_TRUNC) || (!decision.exists && (decision.flags & O_CREAT)));
+  // A new file's store is known only now (its device): decide_open could not refresh the mounts for it.
+  if (g_config->mode == Mode::kEnforce && decision.reuse_fd < 0 && !decision.hold) {
+    refresh_mounts_for(st.st_dev);
+    decision_hold_after_open = hold_mode_for(decision.path);
+  }
+  record.starts_session = (decision.hold || decision_hold_after_open) &&
+                          ((decision.flags & O_TRUNC) || (!decision.exists && (decision.flags & O_CREAT)));
   if (decision.reuse_fd >= 0) {
     // The held session: the kernel offset is at the end of what it wrote, and only writes there are
     // allowed, so the kernel places every allowed write at the end (as with O_APPEND); the program's

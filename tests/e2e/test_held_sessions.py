@@ -205,6 +205,22 @@ class FailedUpload(e2e_support.MountTest):
                       lines[0])
 
 
+class MountedAfterStartUp(e2e_support.MountTest):
+    def test_a_store_mounted_after_start_up_is_recognised_by_its_device(self):
+        # The process reads mountinfo at start-up, before the s3 mount exists; its first guarded file
+        # there is on a device the table does not know, so the table is read again and the session held.
+        process = subprocess.Popen([PYTHON, SCRIPT, "later", "h.safetensors"], env=harness.child_env(),
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(process.kill)
+        self.assertEqual(process.stdout.readline(), "ready\n")
+        backing, mnt = self.mount("s3")
+        out, err = process.communicate(mnt + "\n", timeout=60)
+        self.assertEqual(process.returncode, 0, err)
+        self.assertNotIn("appendguard", err)
+        self.assertEqual(read_bytes(os.path.join(backing, "h.safetensors")), held_session.expected(4, 5000))
+        self.assertEqual(self.log_lines(), [])
+
+
 class LocalDiskWithHold(harness.TempDirTest):
     """APPENDGUARD_REOPEN=hold on a local directory: what commits a held session, seen in the trace."""
 

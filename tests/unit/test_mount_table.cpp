@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <sys/sysmacros.h>
+
 #include <string>
 
 #include "core/mount_table.h"
@@ -123,4 +125,17 @@ TEST_CASE("each mount is classified as write-once or appending by its type and s
   CHECK(classify_store(e) == StoreKind::kAppends);
   REQUIRE(parse_mountinfo_line("53 22 0:53 / /b rw - ext4 appendonlyfs:s3 rw", e));
   CHECK(classify_store(e) == StoreKind::kAppends);  // a source name alone counts only on FUSE
+}
+
+TEST_CASE("a mount's device is read from mountinfo, to notice files on mounts made later") {
+  MountEntry e;
+  REQUIRE(parse_mountinfo_line("40 22 0:35 / /mnt/aofs rw - fuse.appendonlyfs appendonlyfs:s3 rw", e));
+  CHECK(e.device == makedev(0, 35));
+  REQUIRE(parse_mountinfo_line("22 1 259:3 / / rw - ext4 /dev/nvme0n1p3 rw", e));
+  CHECK(e.device == makedev(259, 3));
+  MountTable t;
+  t.load(kMountinfo, MountSelection{});
+  CHECK(t.knows_device(makedev(0, 37)));  // the rclone mount
+  CHECK(t.knows_device(makedev(8, 1)));
+  CHECK_FALSE(t.knows_device(makedev(0, 99)));
 }

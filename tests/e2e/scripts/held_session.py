@@ -4,6 +4,7 @@ the bytes are expected(tensors, size) below, so a test can compare them (or a pr
 
 usage: held_session.py MODE PATH [TENSORS [SIZE [PAUSE]]]
   write    the plain pattern; PAUSE seconds between tensor writes (the SIGKILL test)
+  later    the plain pattern in the directory read from stdin (a store mounted after start-up)
   read     between the two sessions, reads the file back with "rb" and prints read_ok=1 if it holds the header
   spawn    between the two sessions, runs a child (subprocess, close_fds=False) that prints what its
            descriptors refer to: child_files=A|B|...
@@ -77,6 +78,10 @@ def main():
                 f.write(tensor(i, size))
         print("done=1")
         return 0
+    if mode == "later":  # the store is mounted after start-up: PATH's directory arrives on stdin
+        print("ready", flush=True)  # the library read mountinfo when it was loaded
+        path = os.path.join(sys.stdin.readline().strip(), os.path.basename(path))
+        mode = "write"
     held_fd = write_header(path)
     print(f"held_fd={held_fd}", flush=True)
     if mode == "read":
