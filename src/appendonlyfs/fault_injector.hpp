@@ -13,6 +13,7 @@ struct FaultOptions {
   std::optional<std::uint64_t> fail_after;  // total bytes the mount accepts before ENOSPC
   std::uint64_t eio_every = 0;              // 0: off; else every Nth write fails EIO
   std::uint64_t delay_us = 0;               // sleep before each write
+  bool flush_eio = false;                   // every flush (close) fails EIO, as a store whose upload failed
 };
 
 enum class FaultKind { none, eio, enospc, short_write };

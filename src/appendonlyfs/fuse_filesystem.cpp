@@ -331,6 +331,7 @@ int aofs_statfs(const char*, struct statvfs* status) {
 }
 
 int aofs_flush(const char*, fuse_file_info* fi) {
+  if (mount().options.faults.flush_eio) return -EIO;
   // Emulates close() of the backing fd without giving up the handle (close() reports deferred errors).
   const int duplicate = ::dup(handle(fi).fd);
   if (duplicate < 0) return -errno;

@@ -12,7 +12,7 @@ namespace appendonlyfs {
 namespace {
 
 constexpr std::string_view kOwnOptions =
-    "profile, truncate, hdfs_open, short_writes, fail_after, eio_every, delay_us, log";
+    "profile, truncate, hdfs_open, short_writes, fail_after, eio_every, delay_us, flush_eio, log";
 
 // libfuse mount options that are safe to pass through; anything else is an error, so that a typo in
 // a fault option never silently runs an unfaulted mount.
@@ -65,6 +65,10 @@ class OptionParser {
       std::uint64_t bytes = 0;
       if (auto error = parse_number(key, value, 0, bytes)) return error;
       options_.faults.fail_after = bytes;
+      return std::nullopt;
+    }
+    if (key == "flush_eio" && !has_value) {
+      options_.faults.flush_eio = true;
       return std::nullopt;
     }
     if (key == "log") {
@@ -242,6 +246,7 @@ Options:
                               or returns 0 and does nothing (ignore, as on Apache trunk)
   -o short_writes=N           every write stores at most N bytes and returns that short count
   -o fail_after=BYTES         after BYTES bytes written through the mount, writes fail ENOSPC
+  -o flush_eio                every flush (each close of a descriptor) fails EIO, as a failed upload
   -o eio_every=N              every Nth accepted write fails EIO and stores nothing
   -o delay_us=N               sleep N microseconds before each write
   -o log=FILE                 append one line per refusal or injected fault to FILE

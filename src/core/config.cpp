@@ -244,8 +244,12 @@ ConfigResult parse_config(EnvLookup lookup, const char* const* environment) {
       config.reopen = Reopen::kAppend;
     } else if (word == "rewrite") {
       config.reopen = Reopen::kRewrite;
+    } else if (word == "hold") {
+      config.reopen = Reopen::kHold;
+    } else if (word == "auto") {
+      config.reopen = Reopen::kAuto;
     } else {
-      result.error = bad_value("APPENDGUARD_REOPEN", v, "accepted: append, rewrite");
+      result.error = bad_value("APPENDGUARD_REOPEN", v, "accepted: auto, append, rewrite, hold");
       return result;
     }
   }

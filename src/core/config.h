@@ -17,7 +17,10 @@ enum class Action { kError, kAbort, kWarn };
 // How enforce mode reopens an existing file for writing: with O_APPEND (HDFS and most stores), or by
 // truncating it and writing its bytes back (stores that cannot append but replace a file atomically
 // when it is closed, such as mountpoint-s3).
-enum class Reopen { kAppend, kRewrite };
+// kAuto (the default) chooses by the file's store (docs/stores.md): hold on write-once stores, append
+// elsewhere. kHold keeps a session this process started open across the program's close and reuses it
+// for the next write open (files started by another process are rewritten).
+enum class Reopen { kAuto, kAppend, kRewrite, kHold };
 // What enforce mode does with a call that only grows a guarded file (ftruncate up, fallocate): record the
 // size and fill it with zeros at the last close (defer), or refuse it as the mount would.
 enum class Prealloc { kDefer, kRefuse };
@@ -35,7 +38,7 @@ struct Config {
   // APPENDGUARD_LOG is a file.
   bool summary = false;
   bool json = false;  // APPENDGUARD_FORMAT=json: reports, trace lines, notices and summaries as JSON lines
-  Reopen reopen = Reopen::kAppend;
+  Reopen reopen = Reopen::kAuto;
   MountSelection mounts;  // APPENDGUARD_FS: mounts on which every written file is guarded
   Prealloc prealloc = Prealloc::kDefer;
 };

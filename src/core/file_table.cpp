@@ -147,6 +147,9 @@ Description* FileTable::track(int fd, const OpenRecord& record) {
   d->kernel_appends = record.kernel_appends;
   d->readable_by_program = record.readable_by_program;
   d->shares_offset.store(record.shares_offset && !record.kernel_appends, std::memory_order_relaxed);
+  d->starts_session = record.starts_session;
+  d->reused_session = record.reused_session;
+  d->commit_requested.store(false, std::memory_order_relaxed);
   d->descriptors = 1;
   d->refs.store(1, std::memory_order_release);
   d->site = record.site ? *record.site : OpenSite{};

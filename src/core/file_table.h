@@ -58,6 +58,12 @@ struct Description {
   // The kernel offset is shared with another process (a fork, an inherited or received descriptor),
   // which may move it: writes at the position read it back first. Set by fork handlers without the lock.
   std::atomic<bool> shares_offset{false};
+  // Held write sessions (core/held_files.h): this description created or truncated its file on a store
+  // where sessions are held, so the program's last close keeps it open; fsync/fdatasync asks for the
+  // real close instead.
+  bool starts_session = false;
+  bool reused_session = false;  // this description is a held session answering a later open
+  std::atomic<bool> commit_requested{false};
   uint32_t descriptors = 0;    // guarded by the table's registry lock
   unsigned reported_once = 0;  // ReportOnce bits: repetitive kinds (reads, mappings) are reported once
   OpenSite site;
@@ -82,6 +88,8 @@ struct OpenRecord {
   bool program_appends = false;
   bool readable_by_program = false;
   bool shares_offset = false;
+  bool starts_session = false;  // see Description::starts_session
+  bool reused_session = false;
   const OpenSite* site = nullptr;
 };
 

@@ -1,15 +1,26 @@
 #include "core/mount_table.h"
 
+#include <sys/sysmacros.h>
+
 #include <array>
+#include <charconv>
 
 namespace appendguard {
 namespace {
 
 // Append-only or write-once stores recognised without configuration: by mount type, or by the source
 // name their FUSE client gives itself (Apache's fuse_dfs and mountpoint-s3 mount as plain "fuse").
-constexpr std::array<std::string_view, 4> kKnownTypes = {"fuse.appendonlyfs", "fuse.fuse_dfs",
-                                                         "fuse.hadoop-fuse-dfs", "fuse.mountpoint-s3"};
-constexpr std::array<std::string_view, 3> kKnownSources = {"fuse_dfs", "hadoop-fuse-dfs", "mountpoint-s3"};
+constexpr std::array<std::string_view, 6> kKnownTypes = {"fuse.appendonlyfs",    "fuse.fuse_dfs",
+                                                         "fuse.hadoop-fuse-dfs", "fuse.mountpoint-s3",
+                                                         "fuse.rclone",          "fuse.gcsfuse"};
+constexpr std::array<std::string_view, 4> kKnownSources = {"fuse_dfs", "hadoop-fuse-dfs", "mountpoint-s3",
+                                                           "gcsfuse"};
+// Write-once stores: every file is one sequential upload from offset 0 (rclone with --vfs-cache-mode off
+// cannot be told apart from its cached modes in mountinfo; holding is harmless there). appendonlyfs puts
+// its profile in its source ("appendonlyfs:s3").
+constexpr std::array<std::string_view, 3> kWriteOnceTypes = {"fuse.rclone", "fuse.mountpoint-s3",
+                                                             "fuse.gcsfuse"};
+constexpr std::array<std::string_view, 3> kWriteOnceSources = {"mountpoint-s3", "gcsfuse", "appendonlyfs:s3"};
 
 bool is_fuse(std::string_view type) {
   return type == "fuse" || type == "fuseblk" || type.starts_with("fuse.") || type.starts_with("fuseblk.");
@@ -68,6 +79,16 @@ bool is_path_prefix(std::string_view mount_point, std::string_view path) {
 
 }  // namespace
 
+StoreKind classify_store(const MountEntry& entry) {
+  if (contains(kWriteOnceTypes, entry.type)) return StoreKind::kWriteOnce;
+  if (is_fuse(entry.type) && contains(kWriteOnceSources, entry.source)) return StoreKind::kWriteOnce;
+  return StoreKind::kAppends;
+}
+
+const char* store_kind_name(StoreKind kind) {
+  return kind == StoreKind::kWriteOnce ? "write-once" : "appends";
+}
+
 std::string parse_mount_selection(std::string_view text, MountSelection& out) {
   out = MountSelection{};
   out.known = false;
@@ -109,8 +130,19 @@ std::string parse_mount_selection(std::string_view text, MountSelection& out) {
 bool parse_mountinfo_line(std::string_view line, MountEntry& out) {
   // id parent major:minor root mount_point options [optional fields...] - type source super_options
   std::string_view rest = line;
+  std::string_view device;
   for (int i = 0; i < 4; ++i) {
-    if (next_field(rest).empty()) return false;
+    std::string_view field = next_field(rest);
+    if (field.empty()) return false;
+    if (i == 2) device = field;
+  }
+  out.device = 0;
+  if (size_t colon = device.find(':'); colon != std::string_view::npos) {
+    unsigned major_number = 0;
+    unsigned minor_number = 0;
+    std::from_chars(device.data(), device.data() + colon, major_number);
+    std::from_chars(device.data() + colon + 1, device.data() + device.size(), minor_number);
+    out.device = makedev(major_number, minor_number);
   }
   std::string_view mount_point = next_field(rest);
   if (mount_point.empty() || next_field(rest).empty()) return false;
@@ -153,6 +185,7 @@ void MountTable::load(std::string_view mountinfo, const MountSelection& selectio
     Mount mount;
     if (!parse_mountinfo_line(line, mount.entry)) continue;
     mount.append_only = is_append_only_mount(mount.entry, selection);
+    mount.entry.kind = classify_store(mount.entry);
     if (mount.append_only) ++append_only_count_;
     mounts_.push_back(std::move(mount));
   }
@@ -160,6 +193,23 @@ void MountTable::load(std::string_view mountinfo, const MountSelection& selectio
 
 const MountEntry* MountTable::append_only_mount_of(std::string_view path) const {
   if (append_only_count_ == 0) return nullptr;
+  const Mount* best = mount_of(path);
+  return best && best->append_only ? &best->entry : nullptr;
+}
+
+bool MountTable::knows_device(dev_t device) const {
+  for (const Mount& mount : mounts_) {
+    if (mount.entry.device == device) return true;
+  }
+  return false;
+}
+
+StoreKind MountTable::store_kind_of(std::string_view path) const {
+  const Mount* mount = mount_of(path);
+  return mount ? mount->entry.kind : StoreKind::kAppends;
+}
+
+const MountTable::Mount* MountTable::mount_of(std::string_view path) const {
   const Mount* best = nullptr;
   for (const Mount& mount : mounts_) {
     // ">=": of two mounts on one point the later one is on top.
@@ -168,7 +218,7 @@ const MountEntry* MountTable::append_only_mount_of(std::string_view path) const 
       best = &mount;
     }
   }
-  return best && best->append_only ? &best->entry : nullptr;
+  return best;
 }
 
 }  // namespace appendguard

@@ -2,6 +2,8 @@
 // setting, the mountinfo text and the path lookup are plain data, so every case is unit-testable.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,11 +24,25 @@ struct MountSelection {
 // string on success, else why the value is wrong.
 std::string parse_mount_selection(std::string_view text, MountSelection& out);
 
+// What a store does with an existing file opened for writing, which decides how enforce mode reopens it
+// (docs/stores.md, "How the library chooses").
+enum class StoreKind {
+  kAppends,    // appends work (fuse_dfs, appendonlyfs hdfs/strict, local disks, chattr +a): O_APPEND reopen
+  kWriteOnce,  // one sequential upload from 0 per file (rclone off, mountpoint-s3, gcsfuse, appendonlyfs
+               // s3): hold the first session and reuse it
+};
+
 struct MountEntry {
   std::string mount_point;  // unescaped
   std::string type;         // "fuse.appendonlyfs", "fuse", "ext4"...
   std::string source;       // "appendonlyfs:hdfs", "fuse_dfs"...
+  StoreKind kind = StoreKind::kAppends;
+  dev_t device = 0;  // from the major:minor field, as stat's st_dev shows it
 };
+
+// The kind of store `entry` is, from its type and source alone.
+StoreKind classify_store(const MountEntry& entry);
+const char* store_kind_name(StoreKind kind);
 
 // One line of /proc/self/mountinfo; false if it is malformed.
 bool parse_mountinfo_line(std::string_view line, MountEntry& out);
@@ -43,6 +59,11 @@ class MountTable {
   // The append-only mount holding the absolute, normalized `path` (the longest mount point that is a
   // prefix of it, as the kernel resolves it without symbolic links), or null.
   const MountEntry* append_only_mount_of(std::string_view path) const;
+  // Whether some mount has this device (a file on a device the table does not know is on a mount made
+  // after the table was read).
+  bool knows_device(dev_t device) const;
+  // The kind of the mount holding `path` (any mount: a file guarded by name may be on any of them).
+  StoreKind store_kind_of(std::string_view path) const;
 
  private:
   struct Mount {
@@ -51,6 +72,7 @@ class MountTable {
   };
   std::vector<Mount> mounts_;
   size_t append_only_count_ = 0;
+  const Mount* mount_of(std::string_view path) const;
 };
 
 }  // namespace appendguard

@@ -20,7 +20,7 @@ struct SummaryCounters {
   std::atomic<uint64_t> violations{0};        // reports of a broken rule (audit: those that need code)
   std::atomic<uint64_t> fixed_by_enforce{0};  // audit findings enforce mode fixes (not in violations)
   std::atomic<uint64_t> refused_bytes{0};     // bytes of refused writes
-  std::atomic<uint64_t> held_sessions{0};     // held write sessions (wired by the held-session work)
+  std::atomic<uint64_t> held_sessions{0};     // closes of a guarded file held open for its next write open
 };
 
 extern constinit SummaryCounters g_summary;

@@ -15,6 +15,7 @@
 #include "core/open_flags.h"
 #include "core/path.h"
 #include "report/summary.h"
+#include "shim/held_sessions.h"
 #include "shim/mount_guard.h"
 #include "shim/real_io.h"
 
@@ -145,6 +146,7 @@ struct RefusedCall {
   const char* path;
   int original_flags;
   int effective_flags;
+  bool reused_session;
 };
 
 void explain_store_refusal(const char* operation, int fd, const RefusedCall& d, int error) {
@@ -153,16 +155,23 @@ void explain_store_refusal(const char* operation, int fd, const RefusedCall& d, 
   format_open_flags(d.original_flags, original, sizeof original);
   format_open_flags(d.effective_flags, effective, sizeof effective);
   const bool appends = (d.effective_flags & O_APPEND) != 0;
-  char message[kMaxPath + 700];
+  const char* rule =
+      d.reused_session
+          ? "the store refused the write session appendguard held open from the file's first open and "
+            "handed back for this one (a store that commits a file on every flush, or a forked child "
+            "closed its copy of the descriptor); APPENDGUARD_REOPEN=rewrite writes such files anew instead"
+      : appends ? "the filesystem does not append to existing files (a write-once store: rclone "
+                  "--vfs-cache-mode off, mountpoint-s3, gcsfuse streaming writes, whose rule is one upload "
+                  "from offset 0 per file); APPENDGUARD_REOPEN=hold (the default on the stores it "
+                  "recognises) keeps the file's first write session open for the reopen, and "
+                  "APPENDGUARD_REOPEN=rewrite writes such files anew"
+                : "the filesystem refused the file written anew; if it appends to existing files, "
+                  "APPENDGUARD_REOPEN=append reopens them with O_APPEND instead";
+  char message[kMaxPath + 900];
   std::snprintf(message, sizeof message,
                 "%s: %s (fd %d) failed with %s on a descriptor appendguard opened %s (the program asked for "
                 "%s): %s; see docs/stores.md",
-                d.path, operation, fd, errno_name(error), effective, original,
-                appends ? "the filesystem does not append to existing files (a write-once store: rclone "
-                          "--vfs-cache-mode off, mountpoint-s3, gcsfuse streaming writes); "
-                          "APPENDGUARD_REOPEN=rewrite writes such files anew"
-                        : "the filesystem refused the file written anew; if it appends to existing files, "
-                          "APPENDGUARD_REOPEN=append (the default) reopens them with O_APPEND instead");
+                d.path, operation, fd, errno_name(error), effective, original, rule);
   InternalScope internal;
   report_notice(message);
 }
@@ -193,7 +202,8 @@ bool first_store_refusal(Description* d, int error) {
 
 void note_failed_guarded_call(const char* operation, int fd, Description* d, int error) {
   if (first_store_refusal(d, error)) {
-    explain_store_refusal(operation, fd, {d->path, d->site.original_flags, d->site.effective_flags}, error);
+    explain_store_refusal(
+        operation, fd, {d->path, d->site.original_flags, d->site.effective_flags, d->reused_session}, error);
   }
   errno = error;
 }
@@ -205,11 +215,17 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
   decision.trace_only = false;
   decision.existed = false;
   decision.rewrite_existing = false;
+  decision.exists = false;
+  decision.hold = false;
+  decision.reuse_fd = -1;
+  decision.reuse_end = 0;
   decision.flags = request.flags;
   if (!request.path || InternalScope::active()) return;
   Mode mode = current_mode();
   if (mode == Mode::kOff) return;
   bool writes = is_write_open(request.flags);
+  if (!writes && __builtin_expect(any_held_sessions(), 0))
+    commit_held_before_read(request.dirfd, request.path);
   if (!writes && !g_config->trace) return;
   if (!matched_by_name(request.dirfd, request.path, decision.path)) {
     // Not by name: a write open on an append-only mount is guarded all the same.
@@ -227,9 +243,22 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
   const bool exists = fstatat64(request.dirfd, request.path, &st, 0) == 0;
   if (exists && !S_ISREG(st.st_mode)) return;
   decision.guarded = true;
+  decision.exists = exists;
   if (mode == Mode::kEnforce) {
+    HeldSession held;
+    if (exists && take_held_for_open(st.st_dev, st.st_ino, request.flags, held)) {
+      decision.reuse_fd = held.fd;
+      decision.reuse_end = held.end_of_file;
+      decision.flags = held.effective_flags;
+      return;
+    }
+    if (exists) refresh_mounts_for(st.st_dev);  // a store mounted after start-up
+    decision.hold = hold_mode_for(decision.path);
     decision.flags = rewrite_open_flags(request.flags);
-    decision.rewrite_existing = g_config->reopen == Reopen::kRewrite && keeps_existing_bytes(request.flags);
+    // A file this process did not start (or no longer holds) cannot be appended to on a write-once
+    // store: it is written anew.
+    decision.rewrite_existing =
+        (g_config->reopen == Reopen::kRewrite || decision.hold) && keeps_existing_bytes(request.flags);
   } else {
     decision.existed = exists;
   }
@@ -265,6 +294,7 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
     errno = error;
     return fd;
   }
+  bool decision_hold_after_open = false;
   OpenSite site;
   site.function = request.function;
   site.original_flags = request.flags;
@@ -282,6 +312,23 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
   record.kernel_appends = (decision.flags & O_APPEND) != 0;
   record.program_appends = (request.flags & O_APPEND) != 0;
   record.readable_by_program = (request.flags & O_ACCMODE) == O_RDWR;
+  // A new file's store is known only now (its device): decide_open could not refresh the mounts for it.
+  if (g_config->mode == Mode::kEnforce && decision.reuse_fd < 0 && !decision.hold) {
+    refresh_mounts_for(st.st_dev);
+    decision_hold_after_open = hold_mode_for(decision.path);
+  }
+  record.starts_session = (decision.hold || decision_hold_after_open) &&
+                          ((decision.flags & O_TRUNC) || (!decision.exists && (decision.flags & O_CREAT)));
+  if (decision.reuse_fd >= 0) {
+    // The held session: the kernel offset is at the end of what it wrote, and only writes there are
+    // allowed, so the kernel places every allowed write at the end (as with O_APPEND); the program's
+    // position is what its open promised.
+    record.size = decision.reuse_end;
+    record.truncated = false;
+    record.kernel_appends = true;
+    record.position = record.program_appends ? decision.reuse_end : 0;
+    record.reused_session = true;
+  }
   record.site = &site;
   Description* d = g_files.track(fd, record);
   if (!d) {
@@ -305,8 +352,11 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
     char effective_text[160];
     format_open_flags(request.flags, flags_text, sizeof flags_text);
     format_open_flags(decision.flags, effective_text, sizeof effective_text);
-    trace(request.function, fd, decision.path, fd, 0, "flags=%s effective=%s size=%llu", flags_text,
-          effective_text, static_cast<unsigned long long>(record.size));
+    trace(request.function, fd, decision.path, fd, 0, "flags=%s effective=%s size=%llu%s", flags_text,
+          effective_text, static_cast<unsigned long long>(record.size),
+          record.reused_session   ? " (held session reused)"
+          : record.starts_session ? " (session held at close)"
+                                  : "");
   }
   errno = error;
   return fd;
@@ -408,11 +458,15 @@ uint64_t write_fully(int fd, const char* data, uint64_t size, int& error) {
 }
 
 void report_rewrite_failure(const OpenDecision& decision, uint64_t written, uint64_t size, int error) {
-  char message[kMaxPath + 300];
+  char message[kMaxPath + 700];
   if (written == 0 && size > kMaxRewriteBytes) {
     std::snprintf(message, sizeof message,
-                  "%s: APPENDGUARD_REOPEN=rewrite reads a file back only up to %llu bytes; it has %llu: the "
-                  "open fails with EFBIG",
+                  "%s: appendguard writes an existing file anew (truncating it and writing its bytes back, "
+                  "as APPENDGUARD_REOPEN=rewrite and write-once stores need for a file this process did not "
+                  "start) only up to %llu bytes, since a process killed during the write-back leaves it "
+                  "truncated; it has %llu: the open fails with EFBIG and the file is unchanged. Write it in "
+                  "one session (a file this process creates is held open across its close and reused), or "
+                  "on a store that appends use APPENDGUARD_REOPEN=append; see docs/limits.md",
                   decision.path, static_cast<unsigned long long>(kMaxRewriteBytes),
                   static_cast<unsigned long long>(size));
   } else {
@@ -610,14 +664,16 @@ int close_tracked(int fd) {
   const bool traced = tracing();
   bool rewritten = false;
   char path[kMaxPath] = "";
-  RefusedCall refused{path, 0, 0};
+  RefusedCall refused{path, 0, 0, false};
   if (Description* d = g_files.lookup(fd)) {
+    if (d->starts_session && hold_instead_of_close(fd, d)) return 0;
     fill_reservation_before_close(fd, d);
     rewritten =
         rewritten_open(d) && !(__atomic_load_n(&d->reported_once, __ATOMIC_RELAXED) & kStoreRefusalReported);
     if (traced || rewritten) std::snprintf(path, sizeof path, "%s", d->path);
     refused.original_flags = d->site.original_flags;
     refused.effective_flags = d->site.effective_flags;
+    refused.reused_session = d->reused_session;
   }
   note_close(fd);
   int result = real_close(fd);
@@ -658,10 +714,21 @@ void note_setfl(int fd, Description* d, int requested, int applied, int result) 
 }
 
 bool guarded_path(const char* path, char* full_path) {
+  return guarded_path_at(AT_FDCWD, path, full_path);
+}
+
+bool guarded_path_at(int dirfd, const char* path, char* full_path) {
   if (!path || InternalScope::active() || current_mode() == Mode::kOff) return false;
-  if (matched_by_name(AT_FDCWD, path, full_path)) return full_path[0] == '/';  // else: not resolvable
-  return any_append_only_mount() && resolve_full_path(AT_FDCWD, path, full_path) &&
+  if (matched_by_name(dirfd, path, full_path)) return full_path[0] == '/';  // else: not resolvable
+  return any_append_only_mount() && resolve_full_path(dirfd, path, full_path) &&
          append_only_mount_of(full_path);
+}
+
+int reuse_held_descriptor(const OpenRequest& request, const OpenDecision& decision) {
+  int fd = decision.reuse_fd;
+  real_fcntl(fd, F_SETFD, (request.flags & O_CLOEXEC) ? FD_CLOEXEC : 0);
+  real_lseek64(fd, static_cast<off64_t>(decision.reuse_end), SEEK_SET);
+  return fd;
 }
 
 // ---------------------------------------------------------------- reads and mappings

@@ -29,6 +29,10 @@ struct OpenDecision {
   bool trace_only = false;        // matched, but read-only: shown in trace mode, not tracked
   bool existed = false;           // audit mode: the file was there before the open
   bool rewrite_existing = false;  // APPENDGUARD_REOPEN=rewrite: truncate and write the old bytes back
+  bool exists = false;            // the file was there at the decision
+  bool hold = false;              // sessions started by this open are held (shim/held_sessions.h)
+  int reuse_fd = -1;              // a held session answers this open: its descriptor
+  uint64_t reuse_end = 0;         // and the bytes written in it
   int flags = 0;                  // what to pass to the real call
   char path[kMaxPath];            // absolute, normalized
 };
@@ -106,6 +110,7 @@ template <typename Perform>
 int guarded_resize(const char* operation, int fd, Description* d, const Resize& resize, Perform&& perform);
 // truncate(path) on a guarded path. `full_path` from guarded_path().
 bool guarded_path(const char* path, char* full_path);
+bool guarded_path_at(int dirfd, const char* path, char* full_path);
 template <typename Perform>
 int guarded_truncate(const char* operation, const char* full_path, off64_t length, Perform&& perform);
 

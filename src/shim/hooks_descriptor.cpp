@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 
+#include "shim/held_sessions.h"
 #include "shim/hook.h"
 
 using namespace appendguard;
@@ -19,16 +20,30 @@ APPENDGUARD_FD_HOOK(off64_t, lseek64, fd, (int fd, off64_t offset, int whence), 
   return guarded_seek("lseek64", fd, d, offset, whence, [&] { return real_lseek64(fd, offset, whence); });
 }
 
-// Forget before closing: once closed, another thread may get the same number for a new file.
+// Forget before closing: once closed, another thread may get the same number for a new file. A number
+// we hold (the program closed it already) is not closed again: the program gets the EBADF a second close
+// gets.
 APPENDGUARD_HOOK int close(int fd) {
   if (__builtin_expect(g_files.lookup(fd) != nullptr, 0)) return close_tracked(fd);
+  if (__builtin_expect(any_held_sessions(), 0)) return close_untracked_while_holding(fd);
   return real_close(fd);
 }
+
+namespace {
+
+// fsync/fdatasync of a guarded descriptor: the program wants the file committed, so its close will be
+// the real one (held_sessions.h). PyTorch's per-rank shards are synced, then read by other ranks.
+void note_sync(Description* d) {
+  if (d->starts_session) d->commit_requested.store(true, std::memory_order_relaxed);
+}
+
+}  // namespace
 
 // fsync and fdatasync are passed through; on guarded files the trace shows them, since FUSE mounts report
 // flush errors there.
 APPENDGUARD_FD_HOOK(int, fsync, fd, (int fd), (fd)) {
   Description* d = tracked_description(fd);
+  if (d) note_sync(d);
   int result = real_fsync(fd);
   if (d && tracing()) keep_errno([&](int error) { trace("fsync", fd, d->path, result, error, "%s", ""); });
   return result;
@@ -36,6 +51,7 @@ APPENDGUARD_FD_HOOK(int, fsync, fd, (int fd), (fd)) {
 
 APPENDGUARD_FD_HOOK(int, fdatasync, fd, (int fd), (fd)) {
   Description* d = tracked_description(fd);
+  if (d) note_sync(d);
   int result = real_fdatasync(fd);
   if (d && tracing())
     keep_errno([&](int error) { trace("fdatasync", fd, d->path, result, error, "%s", ""); });
@@ -46,11 +62,14 @@ APPENDGUARD_HOOK int close_range(unsigned int first, unsigned int last, int flag
   bool closes = !(flags & CLOSE_RANGE_CLOEXEC) && first <= last &&
                 !(flags & ~(CLOSE_RANGE_CLOEXEC | CLOSE_RANGE_UNSHARE));
   if (closes && g_files.any_tracked()) note_close_range(first, last);
+  if (closes && __builtin_expect(any_held_sessions(), 0)) commit_held_range(first, last, "by close_range");
   return real_close_range(first, last, flags);
 }
 
 APPENDGUARD_HOOK void closefrom(int lowfd) {
   if (lowfd >= 0 && g_files.any_tracked()) note_close_range(static_cast<unsigned>(lowfd), ~0u);
+  if (lowfd >= 0 && __builtin_expect(any_held_sessions(), 0))
+    commit_held_range(static_cast<unsigned>(lowfd), ~0u, "by closefrom");
   real_closefrom(lowfd);
 }
 
@@ -62,7 +81,11 @@ APPENDGUARD_HOOK int dup(int fd) {
   return result;
 }
 
+// dup2/dup3 onto a number we hold would close the session behind our back: it is committed first.
 APPENDGUARD_HOOK int dup2(int old_fd, int new_fd) {
+  if (__builtin_expect(any_held_sessions(), 0) && old_fd != new_fd && new_fd >= 0)
+    commit_held_range(static_cast<unsigned>(new_fd), static_cast<unsigned>(new_fd),
+                      "before dup2 onto its number");
   int result = real_dup2(old_fd, new_fd);
   if (__builtin_expect(result >= 0 && old_fd != new_fd && (g_files.lookup(old_fd) || g_files.lookup(new_fd)),
                        0)) {
@@ -72,6 +95,9 @@ APPENDGUARD_HOOK int dup2(int old_fd, int new_fd) {
 }
 
 APPENDGUARD_HOOK int dup3(int old_fd, int new_fd, int flags) {
+  if (__builtin_expect(any_held_sessions(), 0) && old_fd != new_fd && new_fd >= 0)
+    commit_held_range(static_cast<unsigned>(new_fd), static_cast<unsigned>(new_fd),
+                      "before dup3 onto its number");
   int result = real_dup3(old_fd, new_fd, flags);
   if (__builtin_expect(result >= 0 && (g_files.lookup(old_fd) || g_files.lookup(new_fd)), 0)) {
     keep_errno([&](int) { note_duplicate("dup3", old_fd, result); });

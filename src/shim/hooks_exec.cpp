@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/carried_fds.h"
+#include "shim/held_sessions.h"
 #include "shim/hook.h"
 
 extern char** environ;
@@ -48,6 +49,17 @@ bool is_carrier(const char* entry) {
 // Calls `exec(envp)` with the carrier variable added to `envp` (replacing one already there).
 template <typename Exec>
 int exec_carrying(char* const* envp, Exec&& exec, bool spawns = false) {
+  // This program is replaced: its held sessions are committed now, with their errors said (the kernel's
+  // close-on-exec would commit them silently). A spawn leaves them held.
+  // A spawned child (posix_spawn here, or this exec in a vfork child, which shares our memory) closes
+  // its copies of the held descriptors when it execs: see note_child_started.
+  if (__builtin_expect(any_held_sessions(), 0)) {
+    if (spawns || !owns_file_table()) {
+      note_child_started();
+    } else {
+      commit_all_held("before exec");
+    }
+  }
   if (current_mode() == Mode::kOff || !g_files.any_tracked()) return exec(envp);
   CarriedFd fds[kMaxCarriedFds];
   size_t count = collect_carried(fds);

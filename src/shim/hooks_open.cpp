@@ -2,6 +2,7 @@
 #include <stdarg.h>
 
 #include "core/open_flags.h"
+#include "shim/held_sessions.h"
 #include "shim/hook.h"
 
 using namespace appendguard;
@@ -11,8 +12,12 @@ namespace {
 template <typename Call>
 int open_hook(const char* function, int dirfd, const char* path, int flags, Call&& call) {
   if (__builtin_expect(current_mode() == Mode::kOff, 1)) return call(flags);
-  // Read-only opens are only of interest to the trace.
-  if (__builtin_expect(!is_write_open(flags) && !g_config->trace, 1)) return forget_if_stale(call(flags));
+  // Read-only opens are only of interest to the trace, and to a held session of the file (committed
+  // first, so that the reader sees its bytes).
+  if (__builtin_expect(!is_write_open(flags) && !g_config->trace, 1)) {
+    if (__builtin_expect(any_held_sessions(), 0)) commit_held_before_read(dirfd, path);
+    return forget_if_stale(call(flags));
+  }
   OpenRequest request{function, dirfd, path, flags};
   OpenDecision decision;
   decide_open(request, decision);

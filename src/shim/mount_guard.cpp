@@ -6,11 +6,13 @@
 
 #include <string>
 
+#include "core/lock.h"
 #include "shim/runtime.h"
 
 namespace appendguard {
 
-const MountTable* g_mount_table = nullptr;
+std::atomic<const MountTable*> g_mount_table{nullptr};
+std::atomic<const MountTable*> g_all_mounts{nullptr};
 
 namespace {
 
@@ -31,16 +33,37 @@ bool read_mountinfo(std::string& out) {
 }  // namespace
 
 void load_mount_table() {
-  if (g_config->mounts.none()) return;
   std::string text;
   if (!read_mountinfo(text)) return;
   auto* table = new MountTable;
+  // APPENDGUARD_FS=none: no mount is guarded whole, but the kinds still choose the reopen mode.
   table->load(text, g_config->mounts);
-  if (!table->any_append_only()) {
-    delete table;
-    return;
+  g_all_mounts.store(table, std::memory_order_release);
+  g_mount_table.store(table->any_append_only() ? table : nullptr, std::memory_order_release);
+}
+
+namespace {
+
+constinit Lock g_refresh_lock;
+constexpr size_t kMaxRefreshes = 16;
+dev_t g_refreshed_for[kMaxRefreshes] = {};
+size_t g_refresh_count = 0;
+
+}  // namespace
+
+void refresh_mounts_for(dev_t device) {
+  const MountTable* all = g_all_mounts.load(std::memory_order_acquire);
+  if (!all || all->knows_device(device)) return;
+  {
+    LockGuard guard(g_refresh_lock);
+    for (size_t i = 0; i < g_refresh_count; ++i) {
+      if (g_refreshed_for[i] == device) return;  // read again already: not a mount (btrfs subvolumes...)
+    }
+    if (g_refresh_count == kMaxRefreshes) return;
+    g_refreshed_for[g_refresh_count++] = device;
   }
-  g_mount_table = table;
+  InternalScope internal;
+  load_mount_table();
 }
 
 }  // namespace appendguard

@@ -1,7 +1,12 @@
 // Whole-mount guarding (APPENDGUARD_FS): on a mount known to be append-only or write-once, every file
 // opened for writing is guarded, whatever its name. The mount table is read once, when the library is
-// enabled; a lookup is a string comparison per mount, and none at all when no mount is append-only.
+// enabled (and again when a guarded file is on a device no mount of it has: a mount made later); a lookup
+// is a string comparison per mount, and none at all when no mount is append-only.
 #pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
 
 #include "core/mount_table.h"
 
@@ -9,15 +14,28 @@ namespace appendguard {
 
 // Reads /proc/self/mountinfo (called while initializing, inside our own scope).
 void load_mount_table();
+// A guarded file is on `device`, which no mount of the table has: a mount made after the table was
+// read. Reads mountinfo again (at most once per such device, for at most 16 devices), so that the
+// store's kind is known. Only guarded opens call it, with the st_dev they have already.
+void refresh_mounts_for(dev_t device);
 
-extern const MountTable* g_mount_table;  // null when no mount is append-only
+// Null when no mount is append-only. Replaced tables are never freed (a reader may still use one).
+extern std::atomic<const MountTable*> g_mount_table;
+// Every mount, append-only or not (the store kind of a file guarded by name); null if unread.
+extern std::atomic<const MountTable*> g_all_mounts;
 
 // The append-only mount holding `full_path` (absolute, normalized), or null.
 inline const MountEntry* append_only_mount_of(const char* full_path) {
-  return g_mount_table ? g_mount_table->append_only_mount_of(full_path) : nullptr;
+  const MountTable* table = g_mount_table.load(std::memory_order_acquire);
+  return table ? table->append_only_mount_of(full_path) : nullptr;
+}
+// The kind of store holding `full_path` (absolute, normalized); kAppends when no mount is known.
+inline StoreKind store_kind_of(const char* full_path) {
+  const MountTable* table = g_all_mounts.load(std::memory_order_acquire);
+  return table ? table->store_kind_of(full_path) : StoreKind::kAppends;
 }
 inline bool any_append_only_mount() {
-  return g_mount_table != nullptr;
+  return g_mount_table.load(std::memory_order_relaxed) != nullptr;
 }
 
 }  // namespace appendguard

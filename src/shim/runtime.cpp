@@ -20,6 +20,7 @@
 #include "report/report.h"
 #include "report/summary.h"
 #include "shim/guard.h"
+#include "shim/held_sessions.h"
 #include "shim/mount_guard.h"
 #include "shim/real_io.h"
 
@@ -43,9 +44,11 @@ void before_fork() {
 }
 void after_fork_parent() {
   g_files.after_fork_parent();
+  note_child_started();
 }
 void after_fork_child() {
   g_files.after_fork_child();
+  forget_held_after_fork_child();
   reset_reporter_after_fork();
   g_summary.~SummaryCounters();  // the child's summary counts its own calls
   new (&g_summary) SummaryCounters();
@@ -108,6 +111,7 @@ void initialize() {
   adopt_inherited_descriptors();
   if (g_config->summary) enable_summary_at_exit();  // before: runs after the reservations are filled
   atexit(fill_reservations_at_exit);
+  atexit(commit_held_at_exit);
   RuntimeState state = g_config->mode == Mode::kEnforce ? RuntimeState::kEnforce : RuntimeState::kAudit;
   g_runtime_state.store(static_cast<int>(state), std::memory_order_release);
 }

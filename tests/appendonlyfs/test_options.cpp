@@ -24,12 +24,14 @@ TEST_CASE("defaults") {
   CHECK(result.options.mountpoint == "/m");
   CHECK_FALSE(result.options.foreground);
   CHECK_FALSE(result.options.faults.fail_after);
+  CHECK_FALSE(result.options.faults.flush_eio);
 }
 
 TEST_CASE("all own options, comma lists and repeated -o") {
-  const ParseResult result = parse(
-      {"-o", "profile=s3,short_writes=3", "-f", "-oeio_every=5", "-o",
-       "fail_after=0,delay_us=10,log=/tmp/x.log,truncate=ignore,hdfs_open=translate", "-s", "/b", "/m"});
+  const ParseResult result =
+      parse({"-o", "profile=s3,short_writes=3", "-f", "-oeio_every=5", "-o",
+             "fail_after=0,delay_us=10,log=/tmp/x.log,truncate=ignore,hdfs_open=translate,flush_eio", "-s",
+             "/b", "/m"});
   REQUIRE(result.action == Action::run);
   const Options& options = result.options;
   CHECK(options.profile == Profile::s3);
@@ -37,6 +39,7 @@ TEST_CASE("all own options, comma lists and repeated -o") {
   CHECK(options.faults.eio_every == 5);
   CHECK(options.faults.fail_after == 0u);
   CHECK(options.faults.delay_us == 10);
+  CHECK(options.faults.flush_eio);
   CHECK(options.log_path == "/tmp/x.log");
   CHECK(options.non_zero_truncate == NonZeroTruncate::ignore);
   CHECK(options.hdfs_open == HdfsOpen::translate);

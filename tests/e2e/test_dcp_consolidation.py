@@ -96,11 +96,22 @@ class DcpConsolidationTest(MountTest):
         data = files_of(self.b("out"))[name]
         self.assertEqual(data, expected[name][:header // 2])
 
-    def test_s3_with_library_reopen_is_refused_eperm(self):
-        # What is true today on s3: the failure moves from EBADF on the first write to EPERM on the
-        # reopen, and nothing but the headers reaches the store.
+    def test_s3_with_library_alone_holds_each_session_and_is_byte_identical_to_local(self):
+        # The s3 profile is recognised as a write-once store (appendonlyfs:s3 in mountinfo): each header's
+        # session is held at its close and handed back to the "r+b" reopen, so the store sees one
+        # sequential upload per file.
         self.mount("s3")
         proc = self.run_lib(dcp(self.m("out")))
+        self.assertOk(proc)
+        self.assertNotIn("appendguard", proc.stderr)
+        self.assertTreesEqual(files_of(self.b("out")), self.reference())
+        self.assertNoMountRefusal()
+
+    def test_s3_with_library_forced_append_reopen_is_refused_eperm(self):
+        # APPENDGUARD_REOPEN=append on s3: the failure moves from EBADF on the first write to EPERM on the
+        # reopen, and nothing but the headers reaches the store.
+        self.mount("s3")
+        proc = self.run_lib(dcp(self.m("out")), APPENDGUARD_REOPEN="append")
         self.assertFails(proc, 1)
         self.assertIn("dcp_consolidate: [Errno 1] Operation not permitted", proc.stderr)
         notices = [line for line in proc.stderr.splitlines() if "the filesystem refused the open as rewritten" in line]

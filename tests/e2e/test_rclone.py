@@ -3,11 +3,14 @@ accepts only sequential writes from offset 0, and an existing file only with O_T
 write stalls about a second in rclone, then fails ESPIPE; a write handle opened on an existing file
 without O_TRUNC fails EPERM at close. The bytes are checked in the backing directory.
 
-What holds today (issue 7; the write-session issue changes the default mode):
-* APPENDGUARD_REOPEN=rewrite makes the DCP pattern work, byte for byte the local run;
-* the default (append) reopen fails as without the library: the first tensor write ESPIPE, close EPERM
-  (Python reports the close's "[Errno 1] Operation not permitted"), only the headers reach the store, and
-  the library prints nothing;
+What holds (issue 8):
+* with APPENDGUARD=1 alone the mount is recognised (fuse.rclone in mountinfo) as a write-once store and
+  each file's first write session is held across the program's close and reused by its reopen: the DCP
+  pattern is byte for byte the local run, and rclone logs no error (test_held_sessions has the rest);
+* APPENDGUARD_REOPEN=rewrite makes the DCP pattern work too, byte for byte the local run;
+* a forced APPENDGUARD_REOPEN=append reopen fails as without the library: the first tensor write ESPIPE,
+  close EPERM (Python reports the close's "[Errno 1] Operation not permitted"), only the headers reach
+  the store, and the library names the store's rule and the settings that work, once per file;
 * a backward write on a guarded file is refused by the library before it reaches rclone.
 
 Exits 77 (skip) without FUSE or rclone, unless APPENDGUARD_REQUIRE_FUSE=1, which makes either a failure.
@@ -65,9 +68,20 @@ class RcloneTest(harness.TempDirTest):
         self.assertEqual(log.count("WriteFileHandle.Write: can't seek in file"), 3, log)
         self.assertEqual(log.count("Can't open for write without O_TRUNC on existing file"), 3, log)
 
-    def test_dcp_default_reopen_fails_espipe_then_eperm_and_says_why(self):
+    def test_dcp_with_library_alone_holds_sessions_byte_identical_to_local(self):
         self.mount()
         proc = harness.run([PYTHON, DCP, os.path.join(self.mnt, "out"), *DCP_ARGS])
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertNotIn("appendguard", proc.stderr)
+        written, expected = files_of(os.path.join(self.backing, "out")), self.dcp_reference()
+        self.assertEqual(sorted(written), sorted(expected))
+        for name in expected:
+            self.assertTrue(written[name] == expected[name], f"{name}: different bytes")
+        self.assertNotIn("ERROR", self.rclone_log())
+
+    def test_dcp_forced_append_reopen_fails_espipe_then_eperm_and_says_why(self):
+        self.mount()
+        proc = harness.run([PYTHON, DCP, os.path.join(self.mnt, "out"), *DCP_ARGS], APPENDGUARD_REOPEN="append")
         self.check_default_reopen_fails(proc)
         # The store's refusal is explained once per reopened file, naming the setting that works here.
         notices = [line for line in proc.stderr.splitlines() if line.startswith("appendguard")]
@@ -75,6 +89,8 @@ class RcloneTest(harness.TempDirTest):
         for line in notices:
             self.assertIn("failed with ESPIPE on a descriptor appendguard opened O_WRONLY|O_APPEND", line)
             self.assertIn("(the program asked for O_RDWR", line)
+            self.assertIn("whose rule is one upload from offset 0 per file", line)
+            self.assertIn("APPENDGUARD_REOPEN=hold", line)
             self.assertIn("APPENDGUARD_REOPEN=rewrite writes such files anew", line)
         self.assertEqual(len(notices), len({line.split(": ")[1] for line in notices}), "one notice per file")
 

@@ -140,7 +140,7 @@ class RewriteTest(MountTest):
     # fails), and with O_WRONLY|O_CREAT otherwise; conv=notrunc leaves out O_TRUNC either way. Without
     # seek= it writes at offset 0 of the existing file: a rewrite too.
 
-    def dd(self, profile, preload, seek):
+    def dd(self, profile, preload, seek, **env):
         self.mount(profile)
         with open(self.m("d.safetensors"), "wb") as f:  # an existing 4 KiB file, written through the mount
             f.write(A4096)
@@ -151,7 +151,7 @@ class RewriteTest(MountTest):
                 "status=none"]
         if seek:
             argv.append(f"seek={seek}")
-        return self.run_lib(argv) if preload else self.run_plain(argv)
+        return self.run_lib(argv, **env) if preload else self.run_plain(argv)
 
     def assertDdWriteFailed(self, proc, message):
         self.assertFails(proc, 1)
@@ -194,10 +194,24 @@ class RewriteTest(MountTest):
         self.assertEqual(read_bytes(self.b("d.safetensors")), A4096)
         self.assertMountRefused("s3", 1024, 512, 4096, "EBADF", "read-handle", count=1)
 
-    def test_dd_seek_s3_with_library_open_refused_by_mount(self):
-        # The library turns both of dd's opens (O_RDWR, then O_WRONLY) into O_WRONLY|O_APPEND, which
-        # mountpoint-s3 refuses on an existing object: dd cannot open the file, which stays untouched.
+    def test_dd_seek_s3_with_library_rewrites_and_refuses_the_seek(self):
+        # By default the s3 profile is a write-once store: dd's O_RDWR open of a file another process
+        # wrote is rewritten (truncated, its bytes written back), and the write at 1024 is refused by the
+        # library before it reaches the mount; the file keeps its bytes.
         proc = self.dd("s3", True, 2)
+        self.assertDdWriteFailed(proc, "Operation not supported")
+        reports = violations(proc.stderr)
+        self.assertEqual(len(reports), 1, proc.stderr)
+        self.assertIn("bytes=512 offset=1024 end_of_file=4096: refused (EOPNOTSUPP)", reports[0])
+        self.assertIn("rewritten to O_WRONLY|O_CREAT|O_TRUNC", proc.stderr)
+        self.assertEqual(read_bytes(self.b("d.safetensors")), A4096)
+        self.assertEqual(self.refused_writes(), [])
+
+    def test_dd_seek_s3_with_library_forced_append_open_refused_by_mount(self):
+        # APPENDGUARD_REOPEN=append turns both of dd's opens (O_RDWR, then O_WRONLY) into
+        # O_WRONLY|O_APPEND, which mountpoint-s3 refuses on an existing object: dd cannot open the file,
+        # which stays untouched.
+        proc = self.dd("s3", True, 2, APPENDGUARD_REOPEN="append")
         self.assertFails(proc, 1)
         self.assertRegex(proc.stderr, r"dd: failed to open '.*d\.safetensors': Operation not permitted")
         self.assertEqual(violations(proc.stderr), [])

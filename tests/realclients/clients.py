@@ -8,6 +8,7 @@ actions:
   dcp_save          dcp.save with HuggingFaceStorageWriter(enable_consolidation=True) into OUT_DIR
   make_shards       dcp.save with save_distributed=True and no consolidation: the shards in OUT_DIR/sharded
   consolidate       consolidate_safetensors_files(SHARD_DIR, OUT_DIR, mapping, num_threads=4)
+  consolidate4      the same into 4 output files (4 threads, one file each)
   dcp_two_ranks     two gloo ranks on loopback: shards into OUT_DIR/shards, then
                     consolidate_safetensors_files_on_every_rank into OUT_DIR/hf
   torch_save        torch.save of the state dict to OUT_DIR/model.pt
@@ -37,9 +38,9 @@ def state_dict():
     return tensors
 
 
-def mapping(tensors):
-    """Spreads the tensors over FILES output files (indices 1..FILES)."""
-    return {name: i % FILES + 1 for i, name in enumerate(sorted(tensors))}
+def mapping(tensors, files=FILES):
+    """Spreads the tensors over `files` output files (indices 1..files)."""
+    return {name: i % files + 1 for i, name in enumerate(sorted(tensors))}
 
 
 def check_equal(loaded, expected, what):
@@ -50,11 +51,11 @@ def check_equal(loaded, expected, what):
             raise AssertionError(f"{what}: {name} differs ({loaded[name].dtype} vs {tensor.dtype})")
 
 
-def check_consolidated(out_dir, expected):
+def check_consolidated(out_dir, expected, files=FILES):
     from safetensors.torch import load_file
     names = sorted(n for n in os.listdir(out_dir) if n.endswith(".safetensors"))
-    if len(names) != FILES:
-        raise AssertionError(f"expected {FILES} consolidated files in {out_dir}, found {names}")
+    if len(names) != files:
+        raise AssertionError(f"expected {files} consolidated files in {out_dir}, found {names}")
     loaded = {}
     for name in names:
         loaded.update(load_file(os.path.join(out_dir, name)))
@@ -90,6 +91,14 @@ def consolidate(out_dir, shard_dir):
     consolidate_safetensors_files(shard_dir, out_dir, mapping(tensors), num_threads=4)
     names = check_consolidated(out_dir, tensors)
     print(f"ok: consolidate_safetensors_files wrote {len(names)} files")
+
+
+def consolidate4(out_dir, shard_dir):
+    from torch.distributed.checkpoint._consolidate_hf_safetensors import consolidate_safetensors_files
+    tensors = state_dict()
+    consolidate_safetensors_files(shard_dir, out_dir, mapping(tensors, 4), num_threads=4)
+    names = check_consolidated(out_dir, tensors, 4)
+    print(f"ok: consolidate_safetensors_files wrote {len(names)} files with 4 threads")
 
 
 def _rank_main(rank, out_dir, port):
@@ -161,8 +170,8 @@ def save_pretrained(out_dir):
     print(f"ok: save_pretrained wrote {sorted(os.listdir(out_dir))}")
 
 
-ACTIONS = {f.__name__: f for f in (dcp_save, make_shards, consolidate, dcp_two_ranks, torch_save, save_file,
-                                   save_pretrained)}
+ACTIONS = {f.__name__: f for f in (dcp_save, make_shards, consolidate, consolidate4, dcp_two_ranks, torch_save,
+                                   save_file, save_pretrained)}
 
 if __name__ == "__main__":
     if len(sys.argv) < 3 or sys.argv[1] not in ACTIONS:

@@ -1,11 +1,17 @@
 """PyTorch's distributed checkpoint with HuggingFace consolidation (torch 2.13), straight onto append-only
 mounts: without the library it fails with Errno 95 (hdfs) or Errno 9 (s3); with APPENDGUARD=1 it succeeds,
 the output loads with safetensors and equals the tensors saved (clients.py checks), consolidated bytes
-identical to the same run on a local directory, and neither the library nor the mount reports anything."""
+identical to the same run on a local directory, and neither the library nor the mount reports anything.
+On the write-once stores (appendonlyfs s3, rclone --vfs-cache-mode off) APPENDGUARD=1 alone holds each
+output file's header session and reuses it for the tensors (issue 8): 4 output files, 4 threads."""
 import os
 
+import e2e_support
 from e2e_support import files_of, violations
+from rclone_mount import RCLONE, rclone_mounted
 from realclients_support import ClientTest, client, main
+
+CONSOLIDATED4 = {f"model-0000{i}-of-00004.safetensors" for i in range(1, 5)} | {"model.safetensors.index.json"}
 
 CONSOLIDATED = {"model-00001-of-00003.safetensors", "model-00002-of-00003.safetensors",
                 "model-00003-of-00003.safetensors", "model.safetensors.index.json"}
@@ -51,9 +57,31 @@ class DcpSaveTest(ClientTest):
         # The s3 profile (as mountpoint-s3) refuses every write open of an existing object without O_TRUNC.
         self.check_fixed("s3", "dcp_save", APPENDGUARD_REOPEN="rewrite")
 
-    def test_dcp_save_s3_with_library_default_reopen_fails_with_notice(self):
+    def test_dcp_save_s3_with_library_alone_matches_local(self):
+        self.check_fixed("s3", "dcp_save")
+
+    def test_consolidate_4_files_4_threads_s3_with_library_alone_matches_local(self):
+        written = self.check_fixed("s3", "consolidate4", self.local_shards())
+        self.assertEqual(set(written), CONSOLIDATED4)
+
+    def test_consolidate_4_files_4_threads_rclone_cache_off_with_library_alone_matches_local(self):
+        if RCLONE is None:
+            self.fail("rclone is not installed (apt-get install rclone)")
+        backing, mnt, log = self.enterContext(rclone_mounted(self.dir, "off", on_mount=e2e_support.ACTIVE_MOUNTS.add))
+        self.addCleanup(e2e_support.ACTIVE_MOUNTS.discard, mnt)
+        shards = self.local_shards()
+        proc = self.run_lib(client("consolidate4", os.path.join(mnt, "out"), shards))
+        self.assertOk(proc)
+        self.assertNotIn("appendguard:", proc.stderr)
+        written = files_of(os.path.join(backing, "out"))
+        self.assertEqual(set(written), CONSOLIDATED4)
+        self.assertTreesEqual(written, self.reference("consolidate4", shards))
+        with open(log) as f:
+            self.assertNotIn("ERROR", f.read())
+
+    def test_dcp_save_s3_with_library_forced_append_reopen_fails_with_notice(self):
         self.mount("s3")
-        proc = self.run_lib(client("dcp_save", self.m("out")))
+        proc = self.run_lib(client("dcp_save", self.m("out")), APPENDGUARD_REOPEN="append")
         self.assertFails(proc, 1)
         self.assertIn("PermissionError: [Errno 1] Operation not permitted", proc.stderr)
         notices = [line for line in proc.stderr.splitlines()

@@ -136,11 +136,13 @@ TEST_CASE("every error is one line") {
 }
 
 TEST_CASE("reopen strategy") {
-  CHECK(parse({{"APPENDGUARD", "1"}}).config.reopen == Reopen::kAppend);
+  CHECK(parse({{"APPENDGUARD", "1"}}).config.reopen == Reopen::kAuto);
+  CHECK(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_REOPEN", "auto"}}).config.reopen == Reopen::kAuto);
+  CHECK(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_REOPEN", "hold"}}).config.reopen == Reopen::kHold);
   CHECK(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_REOPEN", "append"}}).config.reopen == Reopen::kAppend);
   CHECK(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_REOPEN", "rewrite"}}).config.reopen == Reopen::kRewrite);
   ConfigResult r = parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_REOPEN", "copy"}});
-  CHECK(r.error == "appendguard: invalid APPENDGUARD_REOPEN='copy': accepted: append, rewrite");
+  CHECK(r.error == "appendguard: invalid APPENDGUARD_REOPEN='copy': accepted: auto, append, rewrite, hold");
 }
 
 TEST_CASE("preallocation and whole-mount guarding") {

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <sys/sysmacros.h>
+
 #include <string>
 
 #include "core/mount_table.h"
@@ -57,7 +59,8 @@ TEST_CASE("by default the known stores are append-only, by type or by source") {
   CHECK(std::string(mount_of(t, "/export/hdfs/ckpt/model.bin")) == "/export/hdfs");
   CHECK(std::string(mount_of(t, "/mnt/s3/x")) == "/mnt/s3");
   CHECK(std::string(mount_of(t, "/mnt/with space/x")) == "/mnt/with space");
-  CHECK(std::string(mount_of(t, "/mnt/rclone/x")).empty());  // its cache mode decides: not by default
+  // rclone's cache mode is not in mountinfo; held sessions work in every mode, so it is known (issue 8).
+  CHECK(std::string(mount_of(t, "/mnt/rclone/x")) == "/mnt/rclone");
   CHECK(std::string(mount_of(t, "/mnt/other/x")).empty());
   CHECK(std::string(mount_of(t, "/home/user/x")).empty());
   CHECK(std::string(mount_of(t, "/mnt/aofsX/y")).empty());         // a prefix of the name is not the mount
@@ -66,8 +69,8 @@ TEST_CASE("by default the known stores are append-only, by type or by source") {
 
 TEST_CASE("APPENDGUARD_FS adds types, sources, mount points, or every FUSE mount") {
   MountTable t;
-  t.load(kMountinfo, selection("rclone"));
-  CHECK(std::string(mount_of(t, "/mnt/rclone/x")) == "/mnt/rclone");
+  t.load(kMountinfo, selection("sshfs"));
+  CHECK(std::string(mount_of(t, "/mnt/other/x")) == "/mnt/other");
   CHECK(std::string(mount_of(t, "/mnt/aofs/x")) == "/mnt/aofs");  // lists add to the known stores
   t.load(kMountinfo, selection("fuse.sshfs,/mnt/rclone/"));
   CHECK(std::string(mount_of(t, "/mnt/other/x")) == "/mnt/other");
@@ -99,4 +102,40 @@ TEST_CASE("a machine with no append-only mount has an empty table") {
   t.load("22 1 8:1 / / rw - ext4 /dev/sda1 rw\n", MountSelection{});
   CHECK_FALSE(t.any_append_only());
   CHECK(t.append_only_mount_of("/x") == nullptr);
+}
+
+TEST_CASE("each mount is classified as write-once or appending by its type and source") {
+  MountTable t;
+  t.load(kMountinfo, MountSelection{});
+  CHECK(t.store_kind_of("/mnt/rclone/x") == StoreKind::kWriteOnce);
+  CHECK(t.store_kind_of("/mnt/s3/x") == StoreKind::kWriteOnce);          // mountpoint-s3 as plain "fuse"
+  CHECK(t.store_kind_of("/mnt/with space/x") == StoreKind::kWriteOnce);  // appendonlyfs:s3
+  CHECK(t.store_kind_of("/mnt/aofs/x") == StoreKind::kAppends);          // appendonlyfs:hdfs
+  CHECK(t.store_kind_of("/mnt/aofs/scratch/x") == StoreKind::kAppends);  // tmpfs inside it
+  CHECK(t.store_kind_of("/export/hdfs/x") == StoreKind::kAppends);       // fuse_dfs
+  CHECK(t.store_kind_of("/home/x") == StoreKind::kAppends);
+  CHECK(t.store_kind_of("/mnt/other/x") == StoreKind::kAppends);
+  MountEntry e;
+  REQUIRE(parse_mountinfo_line("50 22 0:50 / /gcs rw - fuse.gcsfuse my-bucket rw", e));
+  CHECK(classify_store(e) == StoreKind::kWriteOnce);
+  CHECK(is_append_only_mount(e, MountSelection{}));
+  REQUIRE(parse_mountinfo_line("51 22 0:51 / /s3 rw - fuse.mountpoint-s3 mountpoint-s3 rw", e));
+  CHECK(classify_store(e) == StoreKind::kWriteOnce);
+  REQUIRE(parse_mountinfo_line("52 22 0:52 / /a rw - fuse.appendonlyfs appendonlyfs:strict rw", e));
+  CHECK(classify_store(e) == StoreKind::kAppends);
+  REQUIRE(parse_mountinfo_line("53 22 0:53 / /b rw - ext4 appendonlyfs:s3 rw", e));
+  CHECK(classify_store(e) == StoreKind::kAppends);  // a source name alone counts only on FUSE
+}
+
+TEST_CASE("a mount's device is read from mountinfo, to notice files on mounts made later") {
+  MountEntry e;
+  REQUIRE(parse_mountinfo_line("40 22 0:35 / /mnt/aofs rw - fuse.appendonlyfs appendonlyfs:s3 rw", e));
+  CHECK(e.device == makedev(0, 35));
+  REQUIRE(parse_mountinfo_line("22 1 259:3 / / rw - ext4 /dev/nvme0n1p3 rw", e));
+  CHECK(e.device == makedev(259, 3));
+  MountTable t;
+  t.load(kMountinfo, MountSelection{});
+  CHECK(t.knows_device(makedev(0, 37)));  // the rclone mount
+  CHECK(t.knows_device(makedev(8, 1)));
+  CHECK_FALSE(t.knows_device(makedev(0, 99)));
 }

@@ -1,0 +1,212 @@
+#include "shim/held_sessions.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "core/open_flags.h"
+#include "report/summary.h"
+#include "shim/guard.h"
+#include "shim/mount_guard.h"
+#include "shim/real_io.h"
+
+namespace appendguard {
+
+constinit std::atomic<int> g_held_count{0};
+
+namespace {
+
+constinit std::atomic<unsigned> g_children{0};
+
+constinit HeldSet g_held;
+constinit Lock g_held_lock;
+
+pid_t raw_getpid() {
+  return static_cast<pid_t>(syscall(SYS_getpid));
+}
+
+// The set's lock with every signal blocked: a handler that closes or opens a guarded file must not wait
+// for its own thread.
+class HeldGuard {
+ public:
+  HeldGuard() {
+    sigset_t all;
+    sigfillset(&all);
+    syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &old_, _NSIG / 8);
+    g_held_lock.lock();
+  }
+  ~HeldGuard() {
+    g_held_count.store(static_cast<int>(g_held.size()), std::memory_order_relaxed);
+    g_held_lock.unlock();
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old_, nullptr, _NSIG / 8);
+  }
+  HeldGuard(const HeldGuard&) = delete;
+  HeldGuard& operator=(const HeldGuard&) = delete;
+
+ private:
+  sigset_t old_;
+};
+
+// The real close of a held session: the store commits the upload here, and a FUSE store reports a failed
+// upload as this close's error. Said loudly: the program's own close returned 0 long ago.
+int commit(const HeldSession& s, const char* when) {
+  int result = real_close(s.fd);
+  int error = errno;
+  if (result != 0) {
+    char flags[160];
+    format_open_flags(s.effective_flags, flags, sizeof flags);
+    char message[kMaxPath + 600];
+    std::snprintf(message, sizeof message,
+                  "%s: the held write session (fd %d, opened %s, %llu bytes written) was committed %s, and "
+                  "its real close failed with %s: the store refused the upload, the file there may be "
+                  "missing or short (see docs/stores.md)",
+                  s.path, s.fd, flags, static_cast<unsigned long long>(s.end_of_file), when,
+                  errno_name(error));
+    InternalScope internal;
+    report_notice(message);
+  } else if (tracing()) {
+    trace("close", s.fd, s.path, 0, 0, "held session committed %s (%llu bytes)", when,
+          static_cast<unsigned long long>(s.end_of_file));
+  }
+  errno = error;
+  return result;
+}
+
+}  // namespace
+
+bool hold_mode_for(const char* full_path) {
+  switch (g_config->reopen) {
+    case Reopen::kHold:
+      return true;
+    case Reopen::kAuto:
+      return store_kind_of(full_path) == StoreKind::kWriteOnce;
+    default:
+      return false;
+  }
+}
+
+bool hold_instead_of_close(int fd, Description* d) {
+  if (!d->starts_session || current_mode() != Mode::kEnforce) return false;
+  CloseFacts facts;
+  facts.hold_mode = true;
+  facts.started_session = true;
+  facts.by_owner = owns_file_table();
+  facts.commit_requested = d->commit_requested.load(std::memory_order_relaxed);
+  if (!facts.by_owner || facts.commit_requested) return false;
+  facts.last_descriptor = g_files.is_last_descriptor_of_file(fd);
+  HeldSession s;
+  {
+    HeldFile file(fd, d);
+    if (!file) return false;
+    facts.reservation_pending = file->reserved_size != 0;
+    s.device = file->device;
+    s.inode = file->inode;
+    s.end_of_file = file->end_of_file;
+  }
+  if (!holds_on_close(facts)) return false;
+  s.fd = fd;
+  s.original_flags = d->site.original_flags;
+  s.effective_flags = d->site.effective_flags;
+  s.owner = raw_getpid();
+  s.children = g_children.load(std::memory_order_relaxed);
+  std::snprintf(s.path, sizeof s.path, "%s", d->path);
+  // Never into an exec'd program: the session is this process's.
+  real_fcntl(fd, F_SETFD, FD_CLOEXEC);
+  g_files.forget(fd);  // closed, for the program
+  HeldSession evicted;
+  bool full;
+  {
+    HeldGuard guard;
+    full = g_held.add(s, evicted);
+  }
+  count_event(g_summary.held_sessions);
+  if (tracing()) {
+    trace("close", fd, s.path, 0, 0, "held: the descriptor stays open for the next write open (%llu bytes)",
+          static_cast<unsigned long long>(s.end_of_file));
+  }
+  if (full) commit(evicted, "because 64 files were held (the oldest goes first)");
+  return true;
+}
+
+bool take_held_for_open(dev_t device, ino_t inode, int flags, HeldSession& out) {
+  if (!any_held_sessions() || !owns_file_table()) return false;
+  {
+    HeldGuard guard;
+    if (!g_held.take_file(device, inode, out)) return false;
+  }
+  unsigned children = g_children.load(std::memory_order_relaxed);
+  if (on_open_of_held(out, flags, children) == HeldOpen::kReuse) return true;
+  commit(out, out.children != children ? "before a reopen, since a child process started while it was held "
+                                         "(its copy of the descriptor may have ended the upload)"
+                                       : "before a truncating open of the same file");
+  return false;
+}
+
+void commit_held_before_read(int dirfd, const char* path) {
+  if (!path || InternalScope::active() || !owns_file_table()) return;
+  char full_path[kMaxPath];
+  if (!guarded_path_at(dirfd, path, full_path)) return;
+  struct stat64 st;
+  if (fstatat64(dirfd, path, &st, 0) != 0) return;
+  HeldSession s;
+  {
+    HeldGuard guard;
+    if (!g_held.take_file(st.st_dev, st.st_ino, s)) return;
+  }
+  int error = errno;
+  commit(s, "before the program opened the file for reading");
+  errno = error;
+}
+
+bool is_held_fd(int fd) {
+  if (!owns_file_table()) return false;
+  HeldGuard guard;
+  return g_held.holds_fd(fd);
+}
+
+__attribute__((noinline)) int close_untracked_while_holding(int fd) {
+  if (is_held_fd(fd)) {
+    errno = EBADF;
+    return -1;
+  }
+  return real_close(fd);
+}
+
+void commit_held_range(unsigned first, unsigned last, const char* when) {
+  if (!any_held_sessions() || !owns_file_table()) return;
+  int error = errno;
+  while (true) {
+    HeldSession s;
+    {
+      HeldGuard guard;
+      if (g_held.take_range(first, last, &s, 1) == 0) break;
+    }
+    commit(s, when);
+  }
+  errno = error;
+}
+
+void commit_all_held(const char* when) {
+  commit_held_range(0, ~0u, when);
+}
+
+void commit_held_at_exit() {
+  commit_all_held("at exit");
+}
+
+void note_child_started() {
+  g_children.fetch_add(1, std::memory_order_relaxed);
+}
+
+void forget_held_after_fork_child() {
+  g_held_lock.reset_in_child();
+  g_held.forget_all();
+  g_held_count.store(0, std::memory_order_relaxed);
+}
+
+}  // namespace appendguard

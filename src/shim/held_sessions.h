@@ -1,0 +1,57 @@
+// Held write sessions, the hook side (the policy is core/held_files.h; the choices are in docs/design.md,
+// "Held write sessions"). Every entry point here is reached only for a descriptor or path that already
+// matched a guard, or behind any_held_sessions(), one relaxed load that is false in every process that
+// holds nothing.
+#pragma once
+
+#include <atomic>
+
+#include "core/held_files.h"
+#include "shim/runtime.h"
+
+namespace appendguard {
+
+extern constinit std::atomic<int> g_held_count;
+
+inline bool any_held_sessions() {
+  return g_held_count.load(std::memory_order_relaxed) != 0;
+}
+
+// Whether files opened for writing at `full_path` start held sessions (APPENDGUARD_REOPEN=hold, or auto
+// on a write-once store).
+bool hold_mode_for(const char* full_path);
+
+// The program closes `fd`, tracked as `d`: if the session is to be held, forgets the descriptor for the
+// program, keeps it open (close-on-exec) and returns true; the program's close then returns 0.
+bool hold_instead_of_close(int fd, Description* d);
+
+// A write open of a file (device, inode): if a session of it is held, takes it out of the set into `out`
+// and returns true when the open is to be answered with it; a session that cannot be reused by this open
+// (a truncating open) is committed first and false is returned.
+bool take_held_for_open(dev_t device, ino_t inode, int flags, HeldSession& out);
+
+// A read-only open of a guarded path: a held session of the file is committed first, so that the reader
+// sees its bytes.
+void commit_held_before_read(int dirfd, const char* path);
+
+// The program closes a number we hold (it closed it already: a second close): true if `fd` is held
+// (the close then fails with EBADF and the session stays). dup2/dup3 onto a held number, close_range and
+// closefrom over held numbers: the sessions are committed first.
+bool is_held_fd(int fd);
+// close() of an untracked number while sessions are held: EBADF for a held number, else the real close.
+// Out of line, so that close's own path stays a tail call.
+int close_untracked_while_holding(int fd);
+void commit_held_range(unsigned first, unsigned last, const char* when);
+
+// At exit and before exec: every session is committed (the program's files are complete).
+void commit_all_held(const char* when);
+void commit_held_at_exit();
+// In a fork child: the parent's sessions are the parent's.
+void forget_held_after_fork_child();
+// A child process was started (fork in the parent, posix_spawn, exec in a vfork child): it holds copies
+// of the held descriptors, and its close of them (at exec for close-on-exec ones, at exit for all) is a
+// FLUSH that a write-once store takes as the end of the upload (rclone does). Sessions held before this
+// are therefore not reused: the next write open commits them and writes the file anew.
+void note_child_started();
+
+}  // namespace appendguard
