@@ -41,6 +41,8 @@ struct OpenSite {
   const char* function = "";  // the libc entry point that opened it, e.g. "open64"
   int original_flags = 0;
   int effective_flags = 0;
+  uint64_t written_back = 0;  // APPENDGUARD_REOPEN=rewrite: the bytes the library wrote back after O_TRUNC
+  bool reused_held = false;   // answered with a held session's descriptor (write-once stores)
   pid_t pid = 0;
   pid_t tid = 0;
   int frame_count = 0;

@@ -142,6 +142,10 @@ void format_violation(TextBuffer& out, const Violation& v, const ProcessIdentity
     if (d->site.original_flags != d->site.effective_flags) {
       out.add(", rewritten to {}", effective);
     }
+    if (d->site.written_back > 0) {
+      out.add(" (the file's {} existing bytes read first and written back)", d->site.written_back);
+    }
+    if (d->site.reused_held) out.add_text(", answered with the descriptor held since its first open");
     out.add(" by pid {} tid {}\n", d->site.pid, d->site.tid);
   }
   out.add("  process: pid {} tid {} rank {} program ", who.pid, who.tid, who.rank);
@@ -195,9 +199,10 @@ void format_violation_json(TextBuffer& out, const Violation& v, const ProcessIde
     format_open_flags(d->site.original_flags, original, sizeof original);
     format_open_flags(d->site.effective_flags, effective, sizeof effective);
     out.add(
-        ",\"opened\":{{\"function\":\"{}\",\"flags\":\"{}\",\"effective_flags\":\"{}\",\"pid\":{},"
-        "\"tid\":{}}}",
-        d->site.function, original, effective, d->site.pid, d->site.tid);
+        ",\"opened\":{{\"function\":\"{}\",\"flags\":\"{}\",\"effective_flags\":\"{}\",\"written_back\":{},"
+        "\"reused_held\":{},\"pid\":{},\"tid\":{}}}",
+        d->site.function, original, effective, d->site.written_back, d->site.reused_held, d->site.pid,
+        d->site.tid);
   }
   out.add(",\"pid\":{},\"tid\":{},\"rank\":", who.pid, who.tid);
   add_json_string(out, who.rank);
@@ -282,9 +287,9 @@ void report_violation(const Violation& v) {
     TextBuffer native(g_stack_text, sizeof g_stack_text / 2);
     TextBuffer opened(g_stack_text + sizeof g_stack_text / 2, sizeof g_stack_text / 2);
     if (g_backtrace_frames > 0 && unwind)
-      format_stack(native, stack.frames, stack.count, !stack.in_signal_handler);
+      format_stack(native, stack.frames, stack.count, stack.in_signal_handler);
     if (const Description* d = v.description; unwind && d && d->site.frame_count > 0) {
-      format_stack(opened, d->site.frames, d->site.frame_count, !stack.in_signal_handler);
+      format_stack(opened, d->site.frames, d->site.frame_count, stack.in_signal_handler);
     }
     format_violation_json(out, v, who, native.view(), has_python ? python.view() : std::string_view(),
                           opened.view());

@@ -299,6 +299,8 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
   site.function = request.function;
   site.original_flags = request.flags;
   site.effective_flags = decision.flags;
+  site.written_back = decision.written_back;
+  site.reused_held = decision.reuse_fd >= 0;
   site.pid = static_cast<pid_t>(syscall(SYS_getpid));
   site.tid = gettid_raw();
   site.frame_count = capture_open_site(site.frames, kOpenFrames);

@@ -33,6 +33,7 @@ struct OpenDecision {
   bool hold = false;              // sessions started by this open are held (shim/held_sessions.h)
   int reuse_fd = -1;              // a held session answers this open: its descriptor
   uint64_t reuse_end = 0;         // and the bytes written in it
+  uint64_t written_back = 0;      // rewrite: the existing bytes read and written back after truncating
   int flags = 0;                  // what to pass to the real call
   char path[kMaxPath];            // absolute, normalized
 };

@@ -64,6 +64,7 @@ int reopen_by_rewriting(OpenDecision& decision, Call&& call) {
       fd = -1;
     } else {
       real_lseek64(fd, 0, SEEK_SET);
+      decision.written_back = size;
     }
   } else if (fd < 0) {
     error = errno;

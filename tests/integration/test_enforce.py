@@ -262,6 +262,8 @@ class EnforceTest(TempDirTest):
         r, err = self.probe("backward", path, APPENDGUARD_REOPEN="rewrite")
         self.assertEqual(r["seek"], "10")
         self.assertEqual(r["write_back"], "-1 errno=EOPNOTSUPP")
+        self.assertIn("rewritten to O_WRONLY|O_TRUNC (the file's 100 existing bytes read first and written back)",
+                      err)
         self.assertEqual(r["seek_end"], "100")
         self.assertEqual(r["write_end"], "5")
         self.assertEqual(read_bytes(path), b"a" * 100 + b"c" * 5)

@@ -110,16 +110,21 @@ class RobustnessTest(TempDirTest):
         if os.environ.get("APPENDGUARD_TEST_SANITIZER_RUNTIME"):
             self.skipTest("sanitizer build: the program replaces malloc, which the sanitizer runtime owns; the "
                           "plain build's run of this test counts the handler's allocations")
-        path = self.path("handler.safetensors")
-        proc = run([program("handler_alloc"), path])
-        self.assertOk(proc)
-        r = results(proc.stdout)
-        self.assertGreater(int(r["control_allocations"]), 0)  # the counter sees libc's own allocations
-        self.assertEqual(r["handler_write"], "-1 errno=95")
-        self.assertEqual(r["handler_allocations"], "0", proc.stderr)
-        self.assertEqual(len(violations(proc.stderr)), 1, proc.stderr)
-        self.assertRegex(proc.stderr, r"native stack:\n    #0 ")
-        self.assertEqual(read_bytes(path), b"0123456789")
+        for report_format in ("text", "json"):
+            with self.subTest(format=report_format):
+                path = self.path(f"handler-{report_format}.safetensors")
+                proc = run([program("handler_alloc"), path], APPENDGUARD_FORMAT=report_format)
+                self.assertOk(proc)
+                r = results(proc.stdout)
+                self.assertGreater(int(r["control_allocations"]), 0)  # the counter sees libc's own allocations
+                self.assertEqual(r["handler_write"], "-1 errno=95")
+                self.assertEqual(r["handler_allocations"], "0", proc.stderr)
+                if report_format == "text":
+                    self.assertEqual(len(violations(proc.stderr)), 1, proc.stderr)
+                    self.assertRegex(proc.stderr, r"native stack:\n    #0 ")
+                else:
+                    self.assertIn('"native_stack":', proc.stderr)
+                self.assertEqual(read_bytes(path), b"0123456789")
 
     def faulty_libc_env(self, kind):
         # fault_libc comes after us in LD_PRELOAD: our calls to the "real" write land in it.
