@@ -13,19 +13,6 @@
 namespace appendguard {
 namespace {
 
-std::string_view next_word(std::string_view& rest) {
-  size_t start = rest.find_first_not_of(' ');
-  if (start == std::string_view::npos) {
-    rest = {};
-    return {};
-  }
-  rest.remove_prefix(start);
-  size_t end = rest.find(' ');
-  std::string_view word = rest.substr(0, end);
-  rest.remove_prefix(end == std::string_view::npos ? rest.size() : end);
-  return word;
-}
-
 bool covers(std::string_view mount_point, std::string_view path) {
   if (mount_point == "/") return true;
   return path.substr(0, mount_point.size()) == mount_point &&
@@ -61,17 +48,9 @@ bool mount_of(std::string_view mountinfo, std::string_view path, MountInfo& out)
     MountEntry entry;
     if (!parse_mountinfo_line(line, entry) || !covers(entry.mount_point, path)) continue;
     if (found && entry.mount_point.size() < best) continue;
-    std::string_view rest = line;
-    for (int i = 0; i < 5; ++i) next_word(rest);
     MountInfo info;
-    info.options = std::string(next_word(rest));
-    size_t dash = rest.find(" - ");
-    if (dash != std::string_view::npos) {
-      rest.remove_prefix(dash + 3);
-      next_word(rest);  // type
-      next_word(rest);  // source
-      info.super_options = std::string(next_word(rest));
-    }
+    info.options = entry.options;
+    info.super_options = entry.super_options;
     info.entry = std::move(entry);
     best = info.entry.mount_point.size();
     out = std::move(info);

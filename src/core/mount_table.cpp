@@ -145,7 +145,8 @@ bool parse_mountinfo_line(std::string_view line, MountEntry& out) {
     out.device = makedev(major_number, minor_number);
   }
   std::string_view mount_point = next_field(rest);
-  if (mount_point.empty() || next_field(rest).empty()) return false;
+  std::string_view options = next_field(rest);
+  if (mount_point.empty() || options.empty()) return false;
   while (true) {
     std::string_view field = next_field(rest);
     if (field.empty()) return false;
@@ -153,10 +154,13 @@ bool parse_mountinfo_line(std::string_view line, MountEntry& out) {
   }
   std::string_view type = next_field(rest);
   std::string_view source = next_field(rest);
+  std::string_view super_options = next_field(rest);
   if (type.empty()) return false;
   out.mount_point = unescape(mount_point);
   out.type = std::string(type);
   out.source = unescape(source);
+  out.options = std::string(options);
+  out.super_options = std::string(super_options);
   return true;
 }
 

@@ -33,9 +33,11 @@ enum class StoreKind {
 };
 
 struct MountEntry {
-  std::string mount_point;  // unescaped
-  std::string type;         // "fuse.appendonlyfs", "fuse", "ext4"...
-  std::string source;       // "appendonlyfs:hdfs", "fuse_dfs"...
+  std::string mount_point;    // unescaped
+  std::string type;           // "fuse.appendonlyfs", "fuse", "ext4"...
+  std::string source;         // "appendonlyfs:hdfs", "fuse_dfs"...
+  std::string options;        // per-mount options ("rw,nosuid,nodev")
+  std::string super_options;  // the file system's ("rw,user_id=0,group_id=0")
   StoreKind kind = StoreKind::kAppends;
   dev_t device = 0;  // from the major:minor field, as stat's st_dev shows it
 };

@@ -2,37 +2,13 @@
 
 namespace appendguard {
 
-void add_escaped_path(TextBuffer& out, std::string_view path, bool quote) {
-  for (char c : path) {
-    if (c == ' ' || c == '"') quote = true;
-  }
-  if (quote) out.add_text("\"");
-  constexpr char kHex[] = "0123456789abcdef";
-  for (char c : path) {
-    auto byte = static_cast<unsigned char>(c);
-    if (c == '\\') {
-      out.add_text("\\\\");
-    } else if (c == '"') {
-      out.add_text("\\\"");
-    } else if (c == '\n') {
-      out.add_text("\\n");
-    } else if (c == '\t') {
-      out.add_text("\\t");
-    } else if (c == '\r') {
-      out.add_text("\\r");
-    } else if (byte < 0x20 || byte == 0x7f) {
-      char hex[4] = {'\\', 'x', kHex[byte >> 4], kHex[byte & 15]};
-      out.add_text({hex, 4});
-    } else {
-      out.add_text({&c, 1});
-    }
-  }
-  if (quote) out.add_text("\"");
-}
+namespace {
 
-void add_json_string(TextBuffer& out, std::string_view text) {
+enum class ControlStyle { kHexByte, kJsonUnicode };  // \x1b (reports) or \u001b (JSON)
+
+// Backslash escapes for \\, ", \n, \t, \r; other control bytes in `style`; the rest as they are.
+void add_escaped(TextBuffer& out, std::string_view text, ControlStyle style) {
   constexpr char kHex[] = "0123456789abcdef";
-  out.add_text("\"");
   for (char c : text) {
     auto byte = static_cast<unsigned char>(c);
     if (c == '\\') {
@@ -46,12 +22,33 @@ void add_json_string(TextBuffer& out, std::string_view text) {
     } else if (c == '\r') {
       out.add_text("\\r");
     } else if (byte < 0x20 || byte == 0x7f) {
-      char hex[6] = {'\\', 'u', '0', '0', kHex[byte >> 4], kHex[byte & 15]};
-      out.add_text({hex, 6});
+      if (style == ControlStyle::kHexByte) {
+        char hex[4] = {'\\', 'x', kHex[byte >> 4], kHex[byte & 15]};
+        out.add_text({hex, 4});
+      } else {
+        char hex[6] = {'\\', 'u', '0', '0', kHex[byte >> 4], kHex[byte & 15]};
+        out.add_text({hex, 6});
+      }
     } else {
       out.add_text({&c, 1});
     }
   }
+}
+
+}  // namespace
+
+void add_escaped_path(TextBuffer& out, std::string_view path, bool quote) {
+  for (char c : path) {
+    if (c == ' ' || c == '"') quote = true;
+  }
+  if (quote) out.add_text("\"");
+  add_escaped(out, path, ControlStyle::kHexByte);
+  if (quote) out.add_text("\"");
+}
+
+void add_json_string(TextBuffer& out, std::string_view text) {
+  out.add_text("\"");
+  add_escaped(out, text, ControlStyle::kJsonUnicode);
   out.add_text("\"");
 }
 
