@@ -7,7 +7,9 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <algorithm>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -692,8 +694,17 @@ int close_tracked(int fd) {
   return result;
 }
 
-void note_close_range(unsigned first, unsigned last) {
+void note_close_range(const char* operation, unsigned first, unsigned last) {
   if (!owns_file_table()) return;
+  if (tracing()) {
+    int highest = g_files.highest_fd();
+    unsigned end = highest < 0 ? 0 : std::min(last, static_cast<unsigned>(highest));
+    for (unsigned fd = first; highest >= 0 && fd <= end; ++fd) {
+      if (Description* d = g_files.lookup(static_cast<int>(fd))) {
+        trace(operation, static_cast<int>(fd), d->path, 0, 0, "closed by %s(%u, %u)", operation, first, last);
+      }
+    }
+  }
   g_files.forget_range(first, last);
 }
 

@@ -95,7 +95,7 @@ inline int forget_if_stale(int fd) {
   if (__builtin_expect(g_files.lookup(fd) != nullptr, 0)) note_close(fd);
   return fd;
 }
-void note_close_range(unsigned first, unsigned last);
+void note_close_range(const char* operation, unsigned first, unsigned last);
 // F_SETFL: O_APPEND cannot be cleared on a descriptor we made append-only. Returns the flags to set.
 int setfl_flags(Description* d, int requested);
 void note_setfl(int fd, Description* d, int requested, int applied, int result);

@@ -61,13 +61,13 @@ APPENDGUARD_FD_HOOK(int, fdatasync, fd, (int fd), (fd)) {
 APPENDGUARD_HOOK int close_range(unsigned int first, unsigned int last, int flags) {
   bool closes = !(flags & CLOSE_RANGE_CLOEXEC) && first <= last &&
                 !(flags & ~(CLOSE_RANGE_CLOEXEC | CLOSE_RANGE_UNSHARE));
-  if (closes && g_files.any_tracked()) note_close_range(first, last);
+  if (closes && g_files.any_tracked()) note_close_range("close_range", first, last);
   if (closes && __builtin_expect(any_held_sessions(), 0)) commit_held_range(first, last, "by close_range");
   return real_close_range(first, last, flags);
 }
 
 APPENDGUARD_HOOK void closefrom(int lowfd) {
-  if (lowfd >= 0 && g_files.any_tracked()) note_close_range(static_cast<unsigned>(lowfd), ~0u);
+  if (lowfd >= 0 && g_files.any_tracked()) note_close_range("closefrom", static_cast<unsigned>(lowfd), ~0u);
   if (lowfd >= 0 && __builtin_expect(any_held_sessions(), 0))
     commit_held_range(static_cast<unsigned>(lowfd), ~0u, "by closefrom");
   real_closefrom(lowfd);

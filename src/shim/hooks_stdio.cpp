@@ -219,7 +219,14 @@ APPENDGUARD_HOOK FILE* fdopen(int fd, const char* mode) {
     return nullptr;
   }
   if (parsed.kind == 'a') make_descriptor_append(fd, d);
-  return open_cookie_stream(fd, parsed);
+  FILE* stream = open_cookie_stream(fd, parsed);
+  if (tracing()) {
+    keep_errno([&](int error) {
+      trace("fdopen", fd, d->path, stream ? 0 : -1, stream ? 0 : error, "a stream of ours, mode '%c'",
+            parsed.kind);
+    });
+  }
+  return stream;
 }
 
 APPENDGUARD_HOOK int vdprintf(int fd, const char* format, va_list args) {

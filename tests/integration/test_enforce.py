@@ -208,8 +208,9 @@ class EnforceTest(TempDirTest):
         self.assertEqual(read_bytes(target), data[:2000] + b"p" * 500)
 
     def test_close_range_forgets_descriptors(self):
-        r, err = self.probe("closerange", self.path("c.safetensors"), self.path("other.bin"))
+        r, err = self.probe("closerange", self.path("c.safetensors"), self.path("other.bin"), APPENDGUARD_TRACE="1")
         self.assertEqual(r["close_range"], "0")
+        self.assertRegex(err, r"appendguard: trace: pid=\d+ tid=\d+ close_range fd=\d+ .*c\.safetensors.*closed by close_range")
         self.assertEqual(r["same_number"], "1")
         self.assertEqual(r["seek_other_back"], "0")
         self.assertEqual(r["rewrite_other"], "10")

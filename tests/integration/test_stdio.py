@@ -187,7 +187,8 @@ class EnforceOpens(StdioTest):
         self.assertEqual(len(reports), 1, reports)
 
     def test_fdopen_of_a_tracked_descriptor_is_checked(self):
-        r, data, reports, _ = self.probe("fdopen")
+        r, data, reports, proc = self.probe("fdopen", APPENDGUARD_TRACE="1")
+        self.assertRegex(proc.stderr, r"appendguard: trace: pid=\d+ tid=\d+ fdopen fd=\d+ .*a stream of ours")
         self.assertEqual(r["fileno_same"], "0")
         self.assertEqual(r["fflush_end"], "0")
         self.assertEqual(r["fflush_start"], "-1 errno=EOPNOTSUPP")
