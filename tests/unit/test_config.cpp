@@ -5,20 +5,17 @@
 #include <string>
 
 #include "core/config.h"
+#include "fake_environment.h"
 
 using namespace appendguard;
 
 namespace {
 
-std::map<std::string, std::string> g_env;
-
-const char* fake_env(const char* name) {
-  auto it = g_env.find(name);
-  return it == g_env.end() ? nullptr : it->second.c_str();
-}
+using testing::fake_env;
+using testing::fake_environment;
 
 ConfigResult parse(std::map<std::string, std::string> env) {
-  g_env = std::move(env);
+  fake_environment() = std::move(env);
   return parse_config(fake_env);
 }
 

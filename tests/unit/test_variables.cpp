@@ -6,26 +6,23 @@
 
 #include "core/config.h"
 #include "core/variables.h"
+#include "fake_environment.h"
 
 using namespace appendguard;
 
 namespace {
 
-std::map<std::string, std::string> g_env;
-
-const char* fake_env(const char* name) {
-  auto it = g_env.find(name);
-  return it == g_env.end() ? nullptr : it->second.c_str();
-}
+using testing::fake_env;
+using testing::fake_environment;
 
 // parse_config over `env`, with the same entries as its environ.
 ConfigResult parse_with_environment(std::map<std::string, std::string> env) {
-  g_env = std::move(env);
+  fake_environment() = std::move(env);
   static std::vector<std::string> entries;
   static std::vector<const char*> pointers;
   entries.clear();
   pointers.clear();
-  for (const auto& [name, value] : g_env) entries.push_back(name + "=" + value);
+  for (const auto& [name, value] : fake_environment()) entries.push_back(name + "=" + value);
   for (const std::string& entry : entries) pointers.push_back(entry.c_str());
   pointers.push_back(nullptr);
   return parse_config(fake_env, pointers.data());
