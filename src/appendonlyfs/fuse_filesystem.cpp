@@ -69,7 +69,7 @@ int open_backing(const char* path, int flags, mode_t mode) {
   return ::openat(mount().backing_fd, relative(path), flags | O_CLOEXEC, mode);
 }
 
-void log_refused_open(const char* path, int flags, const OpenDecision& decision) {
+void log_refused_open(const char* path, int flags, const StoreOpenDecision& decision) {
   mount().log.write(LogLine("refused", "open")
                         .field("path", path)
                         .field("flags", open_flags_text(flags))
@@ -86,7 +86,7 @@ int open_with_rules(const char* path, fuse_file_info* fi, bool may_create, mode_
   if (!exists && !may_create) return -ENOENT;
   if (exists && may_create && (fi->flags & O_EXCL)) return -EEXIST;
 
-  const OpenDecision decision = decide_open(
+  const StoreOpenDecision decision = decide_open(
       m.options.profile, {fi->flags, exists, static_cast<std::uint64_t>(exists ? status.st_size : 0)},
       m.options.hdfs_open);
   if (decision.error != 0) {
@@ -296,9 +296,9 @@ int aofs_write(const char* path, const char* buffer, size_t size, off_t offset, 
   std::lock_guard lock(opened.file->mutex);
   struct stat status {};
   if (::fstat(opened.fd, &status) != 0) return -errno;
-  const WriteRequest request{static_cast<std::uint64_t>(offset), size,
+  const StoreWriteRequest request{static_cast<std::uint64_t>(offset), size,
                              static_cast<std::uint64_t>(status.st_size)};
-  const WriteDecision decision = decide_write(m.options.profile, opened.state, request);
+  const StoreWriteDecision decision = decide_write(m.options.profile, opened.state, request);
   if (decision.error != 0) {
     if (decision.poison_handle) opened.state.poisoned = true;
     m.log.write(LogLine("refused", "write")

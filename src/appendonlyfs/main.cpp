@@ -28,16 +28,16 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   ParseResult parsed = parse_command_line(args);
   switch (parsed.action) {
-    case Action::help:
+    case CommandAction::help:
       std::fputs(usage_text().c_str(), stdout);
       return 0;
-    case Action::version:
+    case CommandAction::version:
       std::printf("appendonlyfs %s\n", kVersion);
       return 0;
-    case Action::error:
+    case CommandAction::error:
       std::fprintf(stderr, "%s\n", parsed.error.c_str());
       return kBadArguments;
-    case Action::run:
+    case CommandAction::run:
       break;
   }
   Options& options = parsed.options;

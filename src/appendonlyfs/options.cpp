@@ -152,7 +152,7 @@ std::optional<std::string> parse_option_list(std::string_view list, OptionParser
 
 ParseResult fail(std::string message) {
   ParseResult result;
-  result.action = Action::error;
+  result.action = CommandAction::error;
   result.error = std::move(message);
   return result;
 }
@@ -183,10 +183,10 @@ ParseResult parse_command_line(std::span<const std::string> args) {
     } else if (arg == "--") {
       only_positional = true;
     } else if (arg == "-h" || arg == "--help") {
-      result.action = Action::help;
+      result.action = CommandAction::help;
       return result;
     } else if (arg == "-V" || arg == "--version") {
-      result.action = Action::version;
+      result.action = CommandAction::version;
       return result;
     } else if (arg == "-f") {
       result.options.foreground = true;

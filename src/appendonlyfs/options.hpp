@@ -27,10 +27,11 @@ struct Options {
   std::string mountpoint;
 };
 
-enum class Action { run, help, version, error };
+// What the command line asks for (not appendguard::Action, the library's answer to a violation).
+enum class CommandAction { run, help, version, error };
 
 struct ParseResult {
-  Action action = Action::run;
+  CommandAction action = CommandAction::run;
   Options options;
   std::string error;  // one line, without the trailing newline, when action == error
 };

@@ -27,24 +27,24 @@ std::optional<Profile> parse_profile(std::string_view name) {
 
 namespace {
 
-OpenDecision allow(HandleKind kind, bool truncate, std::string_view reason = {}) {
-  return OpenDecision{.error = 0, .kind = kind, .truncate = truncate, .reason = reason};
+StoreOpenDecision allow(HandleKind kind, bool truncate, std::string_view reason = {}) {
+  return StoreOpenDecision{.error = 0, .kind = kind, .truncate = truncate, .reason = reason};
 }
 
-OpenDecision refuse_open(int error, std::string_view reason) {
-  return OpenDecision{.error = error, .kind = HandleKind::read, .truncate = false, .reason = reason};
+StoreOpenDecision refuse_open(int error, std::string_view reason) {
+  return StoreOpenDecision{.error = error, .kind = HandleKind::read, .truncate = false, .reason = reason};
 }
 
 // Apache fuse_dfs (fuse_impls_open.c): O_RDWR becomes O_RDONLY if the file exists, else O_WRONLY;
 // an O_WRONLY open without O_APPEND is a libhdfs create with overwrite=true.
-OpenDecision decide_open_hdfs(int access, int flags, bool exists) {
+StoreOpenDecision decide_open_hdfs(int access, int flags, bool exists) {
   if (!exists) return allow(HandleKind::write, false);
   if (access == O_RDWR) return allow(HandleKind::read, false, "O_RDWR on an existing file is a read stream");
   if (flags & O_APPEND) return allow(HandleKind::write, (flags & O_TRUNC) != 0);
   return allow(HandleKind::write, true, "O_WRONLY without O_APPEND replaces the file");
 }
 
-OpenDecision decide_open_hdfs_translated(int access, int flags, const OpenRequest& request) {
+StoreOpenDecision decide_open_hdfs_translated(int access, int flags, const StoreOpenRequest& request) {
   if (!request.exists) return allow(HandleKind::write, false);
   if ((flags & O_TRUNC) || request.size == 0) return allow(HandleKind::write, true);
   if (access == O_RDWR) return allow(HandleKind::read, false, "O_RDWR on a non-empty file is a read stream");
@@ -52,14 +52,14 @@ OpenDecision decide_open_hdfs_translated(int access, int flags, const OpenReques
 }
 
 // mountpoint-s3 with --allow-overwrite: an existing file can only be written after O_TRUNC.
-OpenDecision decide_open_s3(int access, int flags, bool exists) {
+StoreOpenDecision decide_open_s3(int access, int flags, bool exists) {
   if (!exists) return allow(HandleKind::write, false);
   if (flags & O_TRUNC) return allow(HandleKind::write, true);
   if (access == O_RDWR) return allow(HandleKind::read, false, "O_RDWR on an existing file is a read handle");
   return refuse_open(EPERM, "existing file opened for writing without O_TRUNC");
 }
 
-OpenDecision decide_open_strict(int flags, const OpenRequest& request) {
+StoreOpenDecision decide_open_strict(int flags, const StoreOpenRequest& request) {
   if (request.exists && (flags & O_TRUNC) && request.size > 0) {
     return refuse_open(EOPNOTSUPP, "O_TRUNC would shrink a non-empty file");
   }
@@ -68,7 +68,7 @@ OpenDecision decide_open_strict(int flags, const OpenRequest& request) {
 
 }  // namespace
 
-OpenDecision decide_open(Profile profile, const OpenRequest& request, HdfsOpen hdfs_open) {
+StoreOpenDecision decide_open(Profile profile, const StoreOpenRequest& request, HdfsOpen hdfs_open) {
   const int access = request.flags & O_ACCMODE;
   if (access == O_RDONLY) return allow(HandleKind::read, false);
   switch (profile) {
@@ -84,8 +84,8 @@ OpenDecision decide_open(Profile profile, const OpenRequest& request, HdfsOpen h
   return refuse_open(EINVAL, "unknown profile");
 }
 
-WriteDecision decide_write(Profile profile, const HandleState& handle, const WriteRequest& request) {
-  WriteDecision decision;
+StoreWriteDecision decide_write(Profile profile, const HandleState& handle, const StoreWriteRequest& request) {
+  StoreWriteDecision decision;
   if (handle.kind == HandleKind::read) {
     decision.error = profile == Profile::hdfs ? EOPNOTSUPP : EBADF;
     decision.expected_offset = request.file_end;

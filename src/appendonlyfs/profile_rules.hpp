@@ -27,20 +27,21 @@ enum class HandleKind {
   write,  // writes are accepted if they follow the append rule
 };
 
-struct OpenRequest {
+// An open as the emulated store receives it (the library's own OpenRequest is in src/shim/guard.h).
+struct StoreOpenRequest {
   int flags = 0;  // open(2) flags as the client passed them
   bool exists = false;
   std::uint64_t size = 0;  // current size, if it exists
 };
 
-struct OpenDecision {
+struct StoreOpenDecision {
   int error = 0;  // non-zero: refuse the open with this errno
   HandleKind kind = HandleKind::read;
   bool truncate = false;  // empty the file as part of the open
   std::string_view reason;
 };
 
-OpenDecision decide_open(Profile profile, const OpenRequest& request, HdfsOpen hdfs_open = HdfsOpen::replace);
+StoreOpenDecision decide_open(Profile profile, const StoreOpenRequest& request, HdfsOpen hdfs_open = HdfsOpen::replace);
 
 // Per-handle state the rules need: s3 checks offsets against what the handle itself wrote and
 // poisons a handle after an out-of-order write.
@@ -50,20 +51,21 @@ struct HandleState {
   bool poisoned = false;
 };
 
-struct WriteRequest {
+// A write as the emulated store receives it (the library's WriteRequest is in src/core/eof_rule.h).
+struct StoreWriteRequest {
   std::uint64_t offset = 0;
   std::uint64_t size = 0;
   std::uint64_t file_end = 0;  // current size of the file in the store
 };
 
-struct WriteDecision {
+struct StoreWriteDecision {
   int error = 0;
   bool poison_handle = false;
   std::uint64_t expected_offset = 0;  // the only offset that would have been accepted
   std::string_view reason;
 };
 
-WriteDecision decide_write(Profile profile, const HandleState& handle, const WriteRequest& request);
+StoreWriteDecision decide_write(Profile profile, const HandleState& handle, const StoreWriteRequest& request);
 
 // Updates the handle after `written` bytes were stored at `offset`.
 void record_write(HandleState& handle, std::uint64_t offset, std::uint64_t written);

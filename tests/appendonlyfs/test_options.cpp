@@ -16,7 +16,7 @@ ParseResult parse(std::vector<std::string> args) {
 
 TEST_CASE("defaults") {
   const ParseResult result = parse({"/b", "/m"});
-  REQUIRE(result.action == Action::run);
+  REQUIRE(result.action == CommandAction::run);
   CHECK(result.options.profile == Profile::hdfs);
   CHECK(result.options.non_zero_truncate == NonZeroTruncate::refuse);
   CHECK(result.options.hdfs_open == HdfsOpen::replace);
@@ -32,7 +32,7 @@ TEST_CASE("all own options, comma lists and repeated -o") {
       parse({"-o", "profile=s3,short_writes=3", "-f", "-oeio_every=5", "-o",
              "fail_after=0,delay_us=10,log=/tmp/x.log,truncate=ignore,hdfs_open=translate,flush_eio", "-s",
              "/b", "/m"});
-  REQUIRE(result.action == Action::run);
+  REQUIRE(result.action == CommandAction::run);
   const Options& options = result.options;
   CHECK(options.profile == Profile::s3);
   CHECK(options.faults.short_writes == 3);
@@ -49,15 +49,15 @@ TEST_CASE("all own options, comma lists and repeated -o") {
 
 TEST_CASE("libfuse options pass through") {
   const ParseResult result = parse({"-o", "allow_other,fsname=x,auto_unmount", "/b", "/m"});
-  REQUIRE(result.action == Action::run);
+  REQUIRE(result.action == CommandAction::run);
   CHECK(result.options.fuse_options == std::vector<std::string>{"allow_other", "fsname=x", "auto_unmount"});
 }
 
 TEST_CASE("help and version") {
-  CHECK(parse({"--help"}).action == Action::help);
-  CHECK(parse({"-h"}).action == Action::help);
-  CHECK(parse({"--version"}).action == Action::version);
-  CHECK(parse({"-V", "/b", "/m"}).action == Action::version);
+  CHECK(parse({"--help"}).action == CommandAction::help);
+  CHECK(parse({"-h"}).action == CommandAction::help);
+  CHECK(parse({"--version"}).action == CommandAction::version);
+  CHECK(parse({"-V", "/b", "/m"}).action == CommandAction::version);
 }
 
 TEST_CASE("bad arguments give one line naming option, value and what is accepted") {
@@ -87,7 +87,7 @@ TEST_CASE("bad arguments give one line naming option, value and what is accepted
   for (const Case& c : cases) {
     const ParseResult result = parse(c.args);
     INFO(result.error);
-    CHECK(result.action == Action::error);
+    CHECK(result.action == CommandAction::error);
     CHECK(result.error.find('\n') == std::string::npos);
     CHECK(result.error.starts_with("appendonlyfs: "));
     for (const std::string& fragment : c.fragments) CHECK(result.error.find(fragment) != std::string::npos);

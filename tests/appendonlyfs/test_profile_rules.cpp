@@ -9,11 +9,11 @@ using namespace appendonlyfs;
 
 namespace {
 
-OpenDecision open_existing(Profile profile, int flags, std::uint64_t size = 10) {
+StoreOpenDecision open_existing(Profile profile, int flags, std::uint64_t size = 10) {
   return decide_open(profile, {flags, true, size});
 }
 
-OpenDecision open_missing(Profile profile, int flags) {
+StoreOpenDecision open_missing(Profile profile, int flags) {
   return decide_open(profile, {flags, false, 0});
 }
 
@@ -33,7 +33,7 @@ TEST_CASE("profile names round-trip") {
 
 TEST_CASE("read-only opens are read handles in every profile") {
   for (Profile profile : {Profile::hdfs, Profile::s3, Profile::strict}) {
-    const OpenDecision decision = open_existing(profile, O_RDONLY);
+    const StoreOpenDecision decision = open_existing(profile, O_RDONLY);
     CHECK(decision.error == 0);
     CHECK(decision.kind == HandleKind::read);
     CHECK_FALSE(decision.truncate);
@@ -43,27 +43,27 @@ TEST_CASE("read-only opens are read handles in every profile") {
 TEST_CASE("hdfs open rules follow fuse_dfs") {
   SECTION("O_RDWR on an existing file is a read stream, even with O_TRUNC") {
     for (int flags : {O_RDWR, O_RDWR | O_TRUNC, O_RDWR | O_APPEND}) {
-      const OpenDecision decision = open_existing(Profile::hdfs, flags);
+      const StoreOpenDecision decision = open_existing(Profile::hdfs, flags);
       CHECK(decision.error == 0);
       CHECK(decision.kind == HandleKind::read);
       CHECK_FALSE(decision.truncate);
     }
   }
   SECTION("O_RDWR on a missing file creates a write stream") {
-    const OpenDecision decision = open_missing(Profile::hdfs, O_RDWR | O_CREAT);
+    const StoreOpenDecision decision = open_missing(Profile::hdfs, O_RDWR | O_CREAT);
     CHECK(decision.kind == HandleKind::write);
     CHECK_FALSE(decision.truncate);
   }
   SECTION("O_WRONLY without O_APPEND replaces the file, with or without O_TRUNC") {
     for (int flags : {O_WRONLY, O_WRONLY | O_TRUNC, O_WRONLY | O_CREAT}) {
-      const OpenDecision decision = open_existing(Profile::hdfs, flags);
+      const StoreOpenDecision decision = open_existing(Profile::hdfs, flags);
       CHECK(decision.error == 0);
       CHECK(decision.kind == HandleKind::write);
       CHECK(decision.truncate);
     }
   }
   SECTION("O_WRONLY|O_APPEND keeps the contents") {
-    const OpenDecision decision = open_existing(Profile::hdfs, O_WRONLY | O_APPEND);
+    const StoreOpenDecision decision = open_existing(Profile::hdfs, O_WRONLY | O_APPEND);
     CHECK(decision.kind == HandleKind::write);
     CHECK_FALSE(decision.truncate);
   }
@@ -75,7 +75,7 @@ TEST_CASE("s3 open rules follow mountpoint-s3 --allow-overwrite") {
   CHECK(open_existing(Profile::s3, O_WRONLY).error == EPERM);
   CHECK(open_existing(Profile::s3, O_WRONLY | O_APPEND).error == EPERM);
   CHECK(open_existing(Profile::s3, O_WRONLY, 0).error == EPERM);
-  const OpenDecision overwrite = open_existing(Profile::s3, O_WRONLY | O_TRUNC);
+  const StoreOpenDecision overwrite = open_existing(Profile::s3, O_WRONLY | O_TRUNC);
   CHECK(overwrite.error == 0);
   CHECK(overwrite.kind == HandleKind::write);
   CHECK(overwrite.truncate);
@@ -96,7 +96,7 @@ TEST_CASE("strict open rules") {
 TEST_CASE("hdfs and strict accept writes only at the end of file") {
   for (Profile profile : {Profile::hdfs, Profile::strict}) {
     CHECK(decide_write(profile, writer(), {20, 5, 20}).error == 0);
-    const WriteDecision behind = decide_write(profile, writer(), {0, 5, 20});
+    const StoreWriteDecision behind = decide_write(profile, writer(), {0, 5, 20});
     CHECK(behind.error == EOPNOTSUPP);
     CHECK(behind.expected_offset == 20);
     CHECK_FALSE(behind.poison_handle);
@@ -116,12 +116,12 @@ TEST_CASE("s3 checks offsets against what the handle wrote and poisons on out-of
   record_write(handle, 0, 4);
   CHECK(handle.written_end == 4);
   CHECK(decide_write(Profile::s3, handle, {4, 4, 999}).error == 0);  // the file size does not matter
-  const WriteDecision skip = decide_write(Profile::s3, handle, {100, 1, 4});
+  const StoreWriteDecision skip = decide_write(Profile::s3, handle, {100, 1, 4});
   CHECK(skip.error == EINVAL);
   CHECK(skip.poison_handle);
   CHECK(skip.expected_offset == 4);
   handle.poisoned = true;
-  const WriteDecision after = decide_write(Profile::s3, handle, {4, 1, 4});
+  const StoreWriteDecision after = decide_write(Profile::s3, handle, {4, 1, 4});
   CHECK(after.error == EINVAL);
   CHECK(after.reason == "poisoned");
 }
@@ -172,7 +172,7 @@ TEST_CASE("hdfs_open=translate follows fuse_dfs get_hdfs_open_flags") {
     return decide_open(Profile::hdfs, {flags, exists, size}, HdfsOpen::translate);
   };
   // O_WRONLY on a non-empty file appends instead of replacing it.
-  OpenDecision d = open(O_WRONLY, true, 10);
+  StoreOpenDecision d = open(O_WRONLY, true, 10);
   CHECK(d.kind == HandleKind::write);
   CHECK_FALSE(d.truncate);
   // O_RDWR on a non-empty file is a read stream; on an empty one a write stream.

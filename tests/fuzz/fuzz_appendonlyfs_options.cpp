@@ -12,7 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (std::string_view field : fuzz::split(fuzz::as_text(data, size), '\0')) args.emplace_back(field);
   }
   appendonlyfs::ParseResult result = appendonlyfs::parse_command_line(args);
-  if (result.action == appendonlyfs::Action::error) {
+  if (result.action == appendonlyfs::CommandAction::error) {
     FUZZ_CHECK(!result.error.empty());
     bool args_have_newline = false;
     for (const std::string& arg : args) args_have_newline |= arg.find('\n') != std::string::npos;
