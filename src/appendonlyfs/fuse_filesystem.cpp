@@ -297,7 +297,7 @@ int aofs_write(const char* path, const char* buffer, size_t size, off_t offset, 
   struct stat status {};
   if (::fstat(opened.fd, &status) != 0) return -errno;
   const StoreWriteRequest request{static_cast<std::uint64_t>(offset), size,
-                             static_cast<std::uint64_t>(status.st_size)};
+                                  static_cast<std::uint64_t>(status.st_size)};
   const StoreWriteDecision decision = decide_write(m.options.profile, opened.state, request);
   if (decision.error != 0) {
     if (decision.poison_handle) opened.state.poisoned = true;

@@ -98,7 +98,7 @@ class OptionParser {
 
   std::optional<std::string> parse_profile_value(std::string_view value) {
     const auto profile = appendonlyfs::parse_profile(value);
-    if (!profile) return invalid("profile", value, "one of hdfs, s3, strict");
+    if (!profile) return invalid("profile", value, "one of " + profile_names());
     options_.profile = *profile;
     return std::nullopt;
   }
@@ -224,6 +224,30 @@ std::optional<std::string> check_directories(const Options& options) {
   return check_directory("MOUNTPOINT", options.mountpoint);
 }
 
+namespace {
+
+// The -o profile= lines: one entry per profile of profiles.cpp, its help text's lines aligned.
+std::string profile_usage() {
+  std::string text = "  -o profile=" + profile_names("|");
+  text.resize(std::max<std::size_t>(text.size() + 1, 30), ' ');
+  text += "write rules to emulate (default " + std::string(profiles().front().name) + "):\n";
+  for (const ProfileSpec& spec : profiles()) {
+    std::string line = std::string(32, ' ') + std::string(spec.name);
+    std::string_view help = spec.help;
+    while (true) {
+      line.resize(std::max<std::size_t>(line.size() + 1, 40), ' ');
+      const std::size_t newline = help.find('\n');
+      text += line.append(help.substr(0, newline)) + "\n";
+      if (newline == std::string_view::npos) break;
+      help.remove_prefix(newline + 1);
+      line.clear();
+    }
+  }
+  return text;
+}
+
+}  // namespace
+
 std::string usage_text() {
   return R"(usage: appendonlyfs [-o OPTION[,OPTION...]] [-f] [-s] [-d] BACKING MOUNTPOINT
 
@@ -231,13 +255,8 @@ Mounts BACKING at MOUNTPOINT and applies the write rules of an append-only store
 Unmount with: fusermount3 -u MOUNTPOINT
 
 Options:
-  -o profile=hdfs|s3|strict   write rules to emulate (default hdfs):
-                                hdfs    Apache fuse_dfs (O_RDWR existing = read stream, writes ENOTSUP;
-                                        O_WRONLY replaces; only appends at end of file)
-                                s3      mountpoint-s3 (O_WRONLY existing needs O_TRUNC else EPERM;
-                                        out-of-order write EINVAL and poisons the handle; rename ENOSYS)
-                                strict  only appends; any other write or size change EOPNOTSUPP
-  -o hdfs_open=replace|translate
+)" + profile_usage() +
+         R"(  -o hdfs_open=replace|translate
                               hdfs: how an existing file opens for writing. replace (default): O_WRONLY
                               replaces it, O_RDWR is a read stream. translate: as fuse_dfs's
                               get_hdfs_open_flags(): an empty file or O_TRUNC replaces, O_RDWR on a

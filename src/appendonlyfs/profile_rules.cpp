@@ -6,108 +6,80 @@
 
 namespace appendonlyfs {
 
-std::string_view profile_name(Profile profile) {
-  switch (profile) {
-    case Profile::hdfs:
-      return "hdfs";
-    case Profile::s3:
-      return "s3";
-    case Profile::strict:
-      return "strict";
+const ProfileSpec& profile_spec(Profile profile) {
+  for (const ProfileSpec& spec : profiles()) {
+    if (spec.profile == profile) return spec;
   }
-  return "?";
+  return profiles().front();  // unreachable: every Profile has an entry (test_profile_rules checks)
+}
+
+std::string_view profile_name(Profile profile) {
+  return profile_spec(profile).name;
 }
 
 std::optional<Profile> parse_profile(std::string_view name) {
-  for (Profile profile : {Profile::hdfs, Profile::s3, Profile::strict}) {
-    if (profile_name(profile) == name) return profile;
+  for (const ProfileSpec& spec : profiles()) {
+    if (spec.name == name) return spec.profile;
   }
   return std::nullopt;
 }
 
+std::string profile_names(std::string_view separator) {
+  std::string text;
+  for (const ProfileSpec& spec : profiles()) {
+    if (!text.empty()) text += separator;
+    text += spec.name;
+  }
+  return text;
+}
+
 namespace {
 
-StoreOpenDecision allow(HandleKind kind, bool truncate, std::string_view reason = {}) {
-  return StoreOpenDecision{.error = 0, .kind = kind, .truncate = truncate, .reason = reason};
+bool holds(When condition, bool value) {
+  return condition == When::any || (condition == When::yes) == value;
 }
 
-StoreOpenDecision refuse_open(int error, std::string_view reason) {
-  return StoreOpenDecision{.error = error, .kind = HandleKind::read, .truncate = false, .reason = reason};
-}
-
-// Apache fuse_dfs (fuse_impls_open.c): O_RDWR becomes O_RDONLY if the file exists, else O_WRONLY;
-// an O_WRONLY open without O_APPEND is a libhdfs create with overwrite=true.
-StoreOpenDecision decide_open_hdfs(int access, int flags, bool exists) {
-  if (!exists) return allow(HandleKind::write, false);
-  if (access == O_RDWR) return allow(HandleKind::read, false, "O_RDWR on an existing file is a read stream");
-  if (flags & O_APPEND) return allow(HandleKind::write, (flags & O_TRUNC) != 0);
-  return allow(HandleKind::write, true, "O_WRONLY without O_APPEND replaces the file");
-}
-
-StoreOpenDecision decide_open_hdfs_translated(int access, int flags, const StoreOpenRequest& request) {
-  if (!request.exists) return allow(HandleKind::write, false);
-  if ((flags & O_TRUNC) || request.size == 0) return allow(HandleKind::write, true);
-  if (access == O_RDWR) return allow(HandleKind::read, false, "O_RDWR on a non-empty file is a read stream");
-  return allow(HandleKind::write, false, "O_WRONLY on a non-empty file appends");
-}
-
-// mountpoint-s3 with --allow-overwrite: an existing file can only be written after O_TRUNC.
-StoreOpenDecision decide_open_s3(int access, int flags, bool exists) {
-  if (!exists) return allow(HandleKind::write, false);
-  if (flags & O_TRUNC) return allow(HandleKind::write, true);
-  if (access == O_RDWR) return allow(HandleKind::read, false, "O_RDWR on an existing file is a read handle");
-  return refuse_open(EPERM, "existing file opened for writing without O_TRUNC");
-}
-
-StoreOpenDecision decide_open_strict(int flags, const StoreOpenRequest& request) {
-  if (request.exists && (flags & O_TRUNC) && request.size > 0) {
-    return refuse_open(EOPNOTSUPP, "O_TRUNC would shrink a non-empty file");
-  }
-  return allow(HandleKind::write, false);
+bool matches(const OpenCase& rule, int flags, const StoreOpenRequest& request) {
+  return holds(rule.exists, request.exists) && holds(rule.rdwr, (flags & O_ACCMODE) == O_RDWR) &&
+         holds(rule.trunc, (flags & O_TRUNC) != 0) && holds(rule.append, (flags & O_APPEND) != 0) &&
+         holds(rule.empty, request.size == 0);
 }
 
 }  // namespace
 
 StoreOpenDecision decide_open(Profile profile, const StoreOpenRequest& request, HdfsOpen hdfs_open) {
-  const int access = request.flags & O_ACCMODE;
-  if (access == O_RDONLY) return allow(HandleKind::read, false);
-  switch (profile) {
-    case Profile::hdfs:
-      if (hdfs_open == HdfsOpen::translate)
-        return decide_open_hdfs_translated(access, request.flags, request);
-      return decide_open_hdfs(access, request.flags, request.exists);
-    case Profile::s3:
-      return decide_open_s3(access, request.flags, request.exists);
-    case Profile::strict:
-      return decide_open_strict(request.flags, request);
+  if ((request.flags & O_ACCMODE) == O_RDONLY) return {.kind = HandleKind::read};
+  const ProfileSpec& spec = profile_spec(profile);
+  const std::span<const OpenCase> rules =
+      hdfs_open == HdfsOpen::translate && !spec.translated_open.empty() ? spec.translated_open : spec.open;
+  for (const OpenCase& rule : rules) {
+    if (!matches(rule, request.flags, request)) continue;
+    if (rule.error != 0) return {.error = rule.error, .kind = HandleKind::read, .reason = rule.reason};
+    const bool truncate =
+        rule.truncate == When::any ? (request.flags & O_TRUNC) != 0 : rule.truncate == When::yes;
+    return {.error = 0, .kind = rule.kind, .truncate = truncate, .reason = rule.reason};
   }
-  return refuse_open(EINVAL, "unknown profile");
+  return {.error = EINVAL, .kind = HandleKind::read, .reason = "no open rule matched"};
 }
 
-StoreWriteDecision decide_write(Profile profile, const HandleState& handle, const StoreWriteRequest& request) {
+StoreWriteDecision decide_write(Profile profile, const HandleState& handle,
+                                const StoreWriteRequest& request) {
+  const WriteRules& rules = profile_spec(profile).write;
   StoreWriteDecision decision;
   if (handle.kind == HandleKind::read) {
-    decision.error = profile == Profile::hdfs ? EOPNOTSUPP : EBADF;
+    decision.error = rules.read_handle_error;
     decision.expected_offset = request.file_end;
     decision.reason = "read-handle";
     return decision;
   }
-  if (profile == Profile::s3) {
-    decision.expected_offset = handle.written_end;
-    if (handle.poisoned) {
-      decision.error = EINVAL;
-      decision.reason = "poisoned";
-    } else if (request.offset != handle.written_end) {
-      decision.error = EINVAL;
-      decision.poison_handle = true;
-      decision.reason = "out-of-order";
-    }
-    return decision;
-  }
-  decision.expected_offset = request.file_end;
-  if (request.offset != request.file_end) {
-    decision.error = EOPNOTSUPP;
-    decision.reason = "not-at-end";
+  decision.expected_offset = rules.anchor == WriteAnchor::handle_end ? handle.written_end : request.file_end;
+  if (rules.misplaced_poisons && handle.poisoned) {
+    decision.error = rules.poisoned_error;
+    decision.reason = "poisoned";
+  } else if (request.offset != decision.expected_offset) {
+    decision.error = rules.misplaced_error;
+    decision.poison_handle = rules.misplaced_poisons;
+    decision.reason = rules.misplaced_reason;
   }
   return decision;
 }
@@ -118,36 +90,36 @@ void record_write(HandleState& handle, std::uint64_t offset, std::uint64_t writt
 
 TruncateDecision decide_truncate(Profile profile, NonZeroTruncate non_zero, std::uint64_t current_size,
                                  std::uint64_t new_size) {
-  switch (profile) {
-    case Profile::hdfs:
-      if (new_size == 0) return {0, TruncateEffect::apply, "recreate"};
-      if (non_zero == NonZeroTruncate::ignore) return {0, TruncateEffect::skip, "non-zero-ignored"};
-      return {EOPNOTSUPP, TruncateEffect::skip, "non-zero"};
-    case Profile::s3:
-      if (current_size == 0 && new_size == 0) return {0, TruncateEffect::apply, {}};
-      return {EPERM, TruncateEffect::skip, current_size > 0 ? "committed-file" : "extend"};
-    case Profile::strict:
-      if (new_size == current_size) return {0, TruncateEffect::apply, {}};
-      return {EOPNOTSUPP, TruncateEffect::skip, "size-change"};
+  const TruncateRules& rules = profile_spec(profile).truncate;
+  bool allowed = false;
+  switch (rules.allows) {
+    case TruncateAllows::to_zero:
+      allowed = new_size == 0;
+      break;
+    case TruncateAllows::empty_stays_empty:
+      allowed = current_size == 0 && new_size == 0;
+      break;
+    case TruncateAllows::same_size:
+      allowed = new_size == current_size;
+      break;
   }
-  return {EINVAL, TruncateEffect::skip, "unknown profile"};
+  if (allowed) return {0, TruncateEffect::apply, rules.allowed_reason};
+  if (rules.ignorable && non_zero == NonZeroTruncate::ignore)
+    return {0, TruncateEffect::skip, "non-zero-ignored"};
+  return {rules.error, TruncateEffect::skip,
+          current_size > 0 ? rules.reason_nonempty_file : rules.reason_empty_file};
 }
 
-int fallocate_error(Profile) {
-  return EOPNOTSUPP;
+int fallocate_error(Profile profile) {
+  return profile_spec(profile).fallocate_error;
 }
 
 RenameDecision decide_rename(Profile profile, bool onto_existing_file) {
-  switch (profile) {
-    case Profile::hdfs:
-      if (onto_existing_file) return {EIO, "destination-exists"};
-      return {};
-    case Profile::s3:
-      return {ENOSYS, {}};
-    case Profile::strict:
-      return {};
-  }
-  return {EINVAL, "unknown profile"};
+  const RenameRules& rules = profile_spec(profile).rename;
+  if (rules.error != 0) return {rules.error, {}};
+  if (onto_existing_file && rules.onto_file_error != 0)
+    return {rules.onto_file_error, rules.onto_file_reason};
+  return {};
 }
 
 }  // namespace appendonlyfs

@@ -3,6 +3,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
+#include <string>
 #include <string_view>
 
 namespace appendonlyfs {
@@ -18,14 +20,88 @@ enum class NonZeroTruncate { refuse, ignore };
 // stream that replaces, O_RDWR on a non-empty file a read stream, O_WRONLY on a non-empty file appends.
 enum class HdfsOpen { replace, translate };
 
-std::string_view profile_name(Profile profile);
-std::optional<Profile> parse_profile(std::string_view name);
-
 // What a handle may do after open, as the emulated store sees it.
 enum class HandleKind {
   read,   // writes are refused (O_RDONLY, or O_RDWR turned into a read stream)
   write,  // writes are accepted if they follow the append rule
 };
+
+// ---- A store profile as data (profiles.cpp holds one entry per store; the functions below apply it) ----
+
+// A condition on one property of an open: any value, or must be true/false.
+enum class When { any, yes, no };
+
+// One case of a profile's open rules; the first case whose conditions hold decides. O_RDONLY opens are
+// read handles in every profile and never reach the cases.
+struct OpenCase {
+  When exists = When::any;
+  When rdwr = When::any;    // O_RDWR (else O_WRONLY)
+  When trunc = When::any;   // O_TRUNC
+  When append = When::any;  // O_APPEND
+  When empty = When::any;   // the existing file has size 0
+  int error = 0;            // non-zero: refuse the open with this errno
+  HandleKind kind = HandleKind::write;
+  When truncate = When::no;  // empty the file: yes, no, or any = as O_TRUNC asks
+  std::string_view reason = {};
+};
+
+// Writes: where a handle's next write must start, and what a misplaced one gets.
+enum class WriteAnchor {
+  file_end,    // the current end of the file
+  handle_end,  // where this handle's last write ended (the store streams one upload per handle)
+};
+
+struct WriteRules {
+  int read_handle_error;  // a write through a read handle
+  WriteAnchor anchor;
+  int misplaced_error;  // a write not at the anchor
+  std::string_view misplaced_reason;
+  bool misplaced_poisons;  // after a misplaced write every later write on the handle fails poisoned_error
+  int poisoned_error;
+};
+
+// Truncates (truncate, ftruncate, O_TRUNC through setattr): which size changes the store performs.
+enum class TruncateAllows {
+  to_zero,            // any file to size 0 (a recreate)
+  empty_stays_empty,  // only an empty file to size 0
+  same_size,          // only to the current size (no change)
+};
+
+struct TruncateRules {
+  TruncateAllows allows;
+  std::string_view allowed_reason;        // logged with an allowed truncate, when not empty
+  int error;                              // any other truncate
+  std::string_view reason_nonempty_file;  // the refusal's reason when the file has bytes
+  std::string_view reason_empty_file;     // and when it is empty
+  bool ignorable;                         // -o truncate=ignore turns the refusal into "return 0, do nothing"
+};
+
+struct RenameRules {
+  int error;            // every rename; 0: renames pass through
+  int onto_file_error;  // a rename whose destination is an existing file; 0: passes
+  std::string_view onto_file_reason;
+};
+
+struct ProfileSpec {
+  Profile profile;
+  std::string_view name;                      // the -o profile= value
+  std::string_view help;                      // usage text, lines separated by '\n'
+  std::span<const OpenCase> open;             // the open rules
+  std::span<const OpenCase> translated_open;  // with -o hdfs_open=translate; empty: the option does not apply
+  WriteRules write;
+  TruncateRules truncate;
+  RenameRules rename;
+  int fallocate_error;
+};
+
+// Every profile, in the order the usage text lists them; the first is the default.
+std::span<const ProfileSpec> profiles();
+const ProfileSpec& profile_spec(Profile profile);
+
+std::string_view profile_name(Profile profile);
+std::optional<Profile> parse_profile(std::string_view name);
+// "hdfs, s3, strict" (for error lines) or with another separator ("hdfs|s3|strict").
+std::string profile_names(std::string_view separator = ", ");
 
 // An open as the emulated store receives it (the library's own OpenRequest is in src/shim/guard.h).
 struct StoreOpenRequest {
@@ -38,10 +114,11 @@ struct StoreOpenDecision {
   int error = 0;  // non-zero: refuse the open with this errno
   HandleKind kind = HandleKind::read;
   bool truncate = false;  // empty the file as part of the open
-  std::string_view reason;
+  std::string_view reason = {};
 };
 
-StoreOpenDecision decide_open(Profile profile, const StoreOpenRequest& request, HdfsOpen hdfs_open = HdfsOpen::replace);
+StoreOpenDecision decide_open(Profile profile, const StoreOpenRequest& request,
+                              HdfsOpen hdfs_open = HdfsOpen::replace);
 
 // Per-handle state the rules need: s3 checks offsets against what the handle itself wrote and
 // poisons a handle after an out-of-order write.
@@ -81,7 +158,7 @@ struct TruncateDecision {
 TruncateDecision decide_truncate(Profile profile, NonZeroTruncate non_zero, std::uint64_t current_size,
                                  std::uint64_t new_size);
 
-// fallocate is refused by every profile; kept as a decision so the glue does not hard-code it.
+// fallocate is refused by every profile today; the errno is the profile's.
 int fallocate_error(Profile profile);
 
 struct RenameDecision {

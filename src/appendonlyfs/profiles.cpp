@@ -1,0 +1,129 @@
+// The store profiles as data: one entry per emulated store. A new store is one entry here (and its name
+// in the Profile enum); profile_rules.cpp applies the entries, options.cpp takes the names and help text.
+#include <fcntl.h>
+
+#include <cerrno>
+
+#include "profile_rules.hpp"
+
+namespace appendonlyfs {
+namespace {
+
+using enum When;
+
+// Apache fuse_dfs (fuse_impls_open.c) as DESIGN.md section 1 describes it: O_RDWR becomes O_RDONLY if
+// the file exists, else O_WRONLY; an O_WRONLY open without O_APPEND is a libhdfs create with
+// overwrite=true.
+constexpr OpenCase kHdfsOpen[] = {
+    {.exists = no, .kind = HandleKind::write},
+    {.rdwr = yes, .kind = HandleKind::read, .reason = "O_RDWR on an existing file is a read stream"},
+    {.append = yes, .kind = HandleKind::write, .truncate = any},
+    {.kind = HandleKind::write, .truncate = yes, .reason = "O_WRONLY without O_APPEND replaces the file"},
+};
+
+// get_hdfs_open_flags() in Hadoop's fuse_impls_open.c: O_TRUNC or an empty file is a write stream that
+// replaces, O_RDWR on a non-empty file a read stream, O_WRONLY on a non-empty file appends.
+constexpr OpenCase kHdfsTranslatedOpen[] = {
+    {.exists = no, .kind = HandleKind::write},
+    {.trunc = yes, .kind = HandleKind::write, .truncate = yes},
+    {.empty = yes, .kind = HandleKind::write, .truncate = yes},
+    {.rdwr = yes, .kind = HandleKind::read, .reason = "O_RDWR on a non-empty file is a read stream"},
+    {.kind = HandleKind::write, .reason = "O_WRONLY on a non-empty file appends"},
+};
+
+// mountpoint-s3 with --allow-overwrite: an existing file can only be written after O_TRUNC.
+constexpr OpenCase kS3Open[] = {
+    {.exists = no, .kind = HandleKind::write},
+    {.trunc = yes, .kind = HandleKind::write, .truncate = yes},
+    {.rdwr = yes, .kind = HandleKind::read, .reason = "O_RDWR on an existing file is a read handle"},
+    {.error = EPERM, .kind = HandleKind::read, .reason = "existing file opened for writing without O_TRUNC"},
+};
+
+constexpr OpenCase kStrictOpen[] = {
+    {.exists = yes,
+     .trunc = yes,
+     .empty = no,
+     .error = EOPNOTSUPP,
+     .kind = HandleKind::read,
+     .reason = "O_TRUNC would shrink a non-empty file"},
+    {.kind = HandleKind::write},
+};
+
+constexpr ProfileSpec kProfiles[] = {
+    {
+        .profile = Profile::hdfs,
+        .name = "hdfs",
+        .help = "Apache fuse_dfs (O_RDWR existing = read stream, writes ENOTSUP;\n"
+                "O_WRONLY replaces; only appends at end of file)",
+        .open = kHdfsOpen,
+        .translated_open = kHdfsTranslatedOpen,
+        .write = {.read_handle_error = EOPNOTSUPP,
+                  .anchor = WriteAnchor::file_end,
+                  .misplaced_error = EOPNOTSUPP,
+                  .misplaced_reason = "not-at-end",
+                  .misplaced_poisons = false,
+                  .poisoned_error = 0},
+        // Vendor builds refuse a truncate to a non-zero size; Apache trunk silently ignores it.
+        .truncate = {.allows = TruncateAllows::to_zero,
+                     .allowed_reason = "recreate",
+                     .error = EOPNOTSUPP,
+                     .reason_nonempty_file = "non-zero",
+                     .reason_empty_file = "non-zero",
+                     .ignorable = true},
+        // dfs_rename calls libhdfs hdfsRename, i.e. FileSystem#rename, which returns false when the
+        // destination file exists; hdfsRename turns false into EIO.
+        .rename = {.error = 0, .onto_file_error = EIO, .onto_file_reason = "destination-exists"},
+        .fallocate_error = EOPNOTSUPP,
+    },
+    {
+        .profile = Profile::s3,
+        .name = "s3",
+        .help = "mountpoint-s3 (O_WRONLY existing needs O_TRUNC else EPERM;\n"
+                "out-of-order write EINVAL and poisons the handle; rename ENOSYS)",
+        .open = kS3Open,
+        .translated_open = {},
+        .write = {.read_handle_error = EBADF,
+                  .anchor = WriteAnchor::handle_end,
+                  .misplaced_error = EINVAL,
+                  .misplaced_reason = "out-of-order",
+                  .misplaced_poisons = true,
+                  .poisoned_error = EINVAL},
+        .truncate = {.allows = TruncateAllows::empty_stays_empty,
+                     .allowed_reason = {},
+                     .error = EPERM,
+                     .reason_nonempty_file = "committed-file",
+                     .reason_empty_file = "extend",
+                     .ignorable = false},
+        .rename = {.error = ENOSYS, .onto_file_error = ENOSYS, .onto_file_reason = {}},  // no rename at all
+        .fallocate_error = EOPNOTSUPP,
+    },
+    {
+        .profile = Profile::strict,
+        .name = "strict",
+        .help = "only appends; any other write or size change EOPNOTSUPP",
+        .open = kStrictOpen,
+        .translated_open = {},
+        .write = {.read_handle_error = EBADF,
+                  .anchor = WriteAnchor::file_end,
+                  .misplaced_error = EOPNOTSUPP,
+                  .misplaced_reason = "not-at-end",
+                  .misplaced_poisons = false,
+                  .poisoned_error = 0},
+        .truncate = {.allows = TruncateAllows::same_size,
+                     .allowed_reason = {},
+                     .error = EOPNOTSUPP,
+                     .reason_nonempty_file = "size-change",
+                     .reason_empty_file = "size-change",
+                     .ignorable = false},
+        .rename = {.error = 0, .onto_file_error = 0, .onto_file_reason = {}},
+        .fallocate_error = EOPNOTSUPP,
+    },
+};
+
+}  // namespace
+
+std::span<const ProfileSpec> profiles() {
+  return kProfiles;
+}
+
+}  // namespace appendonlyfs
