@@ -1,40 +1,249 @@
 #include "core/variables.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <vector>
+
+#include "core/config.h"
 
 namespace appendguard {
 namespace {
 
 constexpr const char* kBool = "1, on, yes, true; 0, off, no, false";
 
+// ---- Each setting's parser (the row's `parse`); `config` holds the rows above it already parsed ----
+
+bool parse_int(std::string_view text, long max, long& out) {
+  if (text.empty()) return false;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, out);
+  return ec == std::errc() && ptr == end && out >= 0 && out <= max;
+}
+
+bool parse_bool(std::string_view v, bool& out) {
+  if (v == "1" || v == "on" || v == "yes" || v == "true") {
+    out = true;
+  } else if (v == "0" || v == "off" || v == "no" || v == "false") {
+    out = false;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// One of `words`, as the matching value of `values`.
+template <typename T, size_t N>
+std::string parse_word(std::string_view value, const Variable& self, const char* const (&words)[N],
+                       const T (&values)[N], T& out) {
+  for (size_t i = 0; i < N; ++i) {
+    if (value == words[i]) {
+      out = values[i];
+      return {};
+    }
+  }
+  return rejected(self);
+}
+
+std::string parse_mode(std::string_view v, const Variable& self, Config& config) {
+  if (v.empty() || v == "0" || v == "off") {
+    config.mode = Mode::kOff;
+  } else if (v == "1" || v == "on" || v == "enforce") {
+    config.mode = Mode::kEnforce;
+  } else if (v == "audit") {
+    config.mode = Mode::kAudit;
+  } else {
+    return rejected(self);
+  }
+  return {};
+}
+
+std::string parse_paths(std::string_view v, const Variable& self, Config& config) {
+  std::string why = config.paths.compile(v);
+  return why.empty() ? why : rejected(self, why);
+}
+
+std::string parse_on_violation(std::string_view v, const Variable& self, Config& config) {
+  static constexpr const char* kWords[] = {"error", "abort", "warn"};
+  static constexpr Action kActions[] = {Action::kError, Action::kAbort, Action::kWarn};
+  std::string error = parse_word(v, self, kWords, kActions, config.on_violation);
+  if (error.empty() && config.mode == Mode::kAudit && config.on_violation == Action::kError) {
+    return "audit mode changes nothing, so it cannot refuse a call; accepted with APPENDGUARD=audit: warn, "
+           "abort";
+  }
+  return error;
+}
+
+// Errnos that callers retry (glibc's stdio, Python's io, TEMP_FAILURE_RETRY, non-blocking loops): a
+// refusal reported with one would be retried forever.
+bool callers_retry(int err) {
+  return err == EINTR || err == EAGAIN || err == EWOULDBLOCK;
+}
+
+std::string parse_errno(std::string_view v, const Variable& self, Config& config) {
+  config.violation_errno = errno_from_name(v);
+  if (config.violation_errno == 0) return rejected(self);
+  if (callers_retry(config.violation_errno)) {
+    return rejected(self, std::string(errno_name(config.violation_errno)) +
+                              " is retried by callers, so a refused call would repeat forever");
+  }
+  return {};
+}
+
+std::string parse_log(std::string_view v, const Variable& self, Config& config) {
+  if (v.empty()) return rejected(self);
+  config.log_target = v;
+  return {};
+}
+
+std::string parse_backtrace(std::string_view v, const Variable& self, Config& config) {
+  long frames = 0;
+  if (!parse_int(v, 256, frames)) return rejected(self);
+  config.backtrace_frames = static_cast<int>(frames);
+  return {};
+}
+
+template <bool Config::*Member>
+std::string parse_switch(std::string_view v, const Variable& self, Config& config) {
+  return parse_bool(v, config.*Member) ? std::string() : rejected(self);
+}
+
+std::string parse_reopen(std::string_view v, const Variable& self, Config& config) {
+  static constexpr const char* kWords[] = {"auto", "append", "rewrite", "hold"};
+  static constexpr Reopen kValues[] = {Reopen::kAuto, Reopen::kAppend, Reopen::kRewrite, Reopen::kHold};
+  return parse_word(v, self, kWords, kValues, config.reopen);
+}
+
+std::string parse_fs(std::string_view v, const Variable& self, Config& config) {
+  std::string why = parse_mount_selection(v, config.mounts);
+  return why.empty() ? why : rejected(self, why);
+}
+
+std::string parse_prealloc(std::string_view v, const Variable& self, Config& config) {
+  static constexpr const char* kWords[] = {"defer", "refuse"};
+  static constexpr Prealloc kValues[] = {Prealloc::kDefer, Prealloc::kRefuse};
+  return parse_word(v, self, kWords, kValues, config.prealloc);
+}
+
+std::string parse_format(std::string_view v, const Variable& self, Config& config) {
+  static constexpr const char* kWords[] = {"text", "json"};
+  static constexpr bool kValues[] = {false, true};
+  return parse_word(v, self, kWords, kValues, config.json);
+}
+
+// ---- The table ----
+
 constexpr Variable kVariables[] = {
-    {"APPENDGUARD", VariableKind::kSetting, "unset, empty, 0, off; 1, on, enforce; audit", "inert",
-     "inert: every hook passes through; enforce: rewrite and refuse; audit: change nothing, report"},
-    {"APPENDGUARD_PATHS", VariableKind::kSetting, "colon-separated glob patterns", "*.safetensors",
-     "which files are guarded (a pattern with '/' matches the absolute path)"},
-    {"APPENDGUARD_ON_VIOLATION", VariableKind::kSetting, "error, abort, warn", "error (warn in audit)",
-     "what happens to a call that breaks the rule"},
-    {"APPENDGUARD_ERRNO", VariableKind::kSetting,
-     "an errno name (EOPNOTSUPP, EPERM, EIO, ...) or a number 1-4095, not EINTR or EAGAIN", "EOPNOTSUPP",
-     "the errno of a refused call"},
-    {"APPENDGUARD_LOG", VariableKind::kSetting, "stderr or a path (%p pid, %h host, %r rank)", "stderr",
-     "where reports, trace lines and summaries go"},
-    {"APPENDGUARD_BACKTRACE", VariableKind::kSetting, "0-256", "32", "native frames per report (0 for none)"},
-    {"APPENDGUARD_TRACE", VariableKind::kSetting, kBool, "off", "one line per operation on a guarded file"},
-    {"APPENDGUARD_PYTHON_STACK", VariableKind::kSetting, kBool, "on", "add the Python stack to reports"},
-    {"APPENDGUARD_REOPEN", VariableKind::kSetting, "append, rewrite", "append",
-     "how enforce mode reopens an existing file for writing"},
-    {"APPENDGUARD_FS", VariableKind::kSetting,
-     "known; fuse; none; or a comma-separated list of mount types, sources and mount points", "known",
-     "the mounts on which every file opened for writing is guarded"},
-    {"APPENDGUARD_PREALLOC", VariableKind::kSetting, "defer, refuse", "defer",
-     "what enforce mode does with a call that only grows a guarded file"},
-    {"APPENDGUARD_SUMMARY", VariableKind::kSetting, kBool, "on with a log file, off on stderr",
-     "one summary line at exit from a process that touched guarded files"},
-    {"APPENDGUARD_FORMAT", VariableKind::kSetting, "text, json", "text",
-     "json: every report, trace line, notice and summary is one JSON object per line"},
+    {.name = "APPENDGUARD",
+     .kind = VariableKind::kSetting,
+     .accepted = "unset, empty, 0, off (inert); 1, on, enforce; audit",
+     .default_value = "inert",
+     .help = "inert: every hook passes through; enforce: rewrite and refuse; audit: change nothing, report",
+     .parse = parse_mode},
+    {.name = "APPENDGUARD_PATHS",
+     .kind = VariableKind::kSetting,
+     .accepted = "colon-separated glob patterns ('*', '?', '[...]', '**' across directories), e.g. "
+                 "'*.safetensors:/mnt/hdfs/**'",
+     .default_value = "*.safetensors",
+     .help = "which files are guarded (a pattern with '/' matches the absolute path)",
+     .parse = parse_paths,
+     .flag = "--paths",
+     .flag_arg = "P",
+     .flag_help = "colon-separated globs of guarded files (default *.safetensors)"},
+    {.name = "APPENDGUARD_ON_VIOLATION",
+     .kind = VariableKind::kSetting,
+     .accepted = "error, abort, warn",
+     .default_value = "error (warn in audit)",
+     .help = "what happens to a call that breaks the rule",
+     .parse = parse_on_violation,
+     .flag = "--on-violation",
+     .flag_arg = "A",
+     .flag_help = "error (default), abort or warn"},
+    {.name = "APPENDGUARD_ERRNO",
+     .kind = VariableKind::kSetting,
+     .accepted =
+         "an errno name such as EOPNOTSUPP, EPERM, EBADF, EINVAL, EIO, ENOSPC, EROFS, or a number from 1 "
+         "to 4095, except EINTR (4) and EAGAIN/EWOULDBLOCK (11)",
+     .default_value = "EOPNOTSUPP",
+     .help = "the errno of a refused call",
+     .parse = parse_errno,
+     .flag = "--errno",
+     .flag_arg = "E",
+     .flag_help = "errno of a refused call (default EOPNOTSUPP)"},
+    {.name = "APPENDGUARD_LOG",
+     .kind = VariableKind::kSetting,
+     .accepted = "stderr or a file path (%p pid, %h host, %r rank)",
+     .default_value = "stderr",
+     .help = "where reports, trace lines and summaries go",
+     .parse = parse_log,
+     .flag = "--log",
+     .flag_arg = "L",
+     .flag_help = "stderr (default) or a file; %p pid, %h host, %r rank"},
+    {.name = "APPENDGUARD_BACKTRACE",
+     .kind = VariableKind::kSetting,
+     .accepted = "a whole number of frames from 0 (none) to 256",
+     .default_value = "32",
+     .help = "native frames per report (0 for none)",
+     .parse = parse_backtrace,
+     .flag = "--backtrace",
+     .flag_arg = "N",
+     .flag_help = "native frames per report (default 32, 0 for none)"},
+    {.name = "APPENDGUARD_TRACE",
+     .kind = VariableKind::kSetting,
+     .accepted = kBool,
+     .default_value = "off",
+     .help = "one line per operation on a guarded file",
+     .parse = parse_switch<&Config::trace>,
+     .flag = "--trace",
+     .flag_sets = "1",
+     .flag_help = "also log every operation on guarded files"},
+    {.name = "APPENDGUARD_PYTHON_STACK",
+     .kind = VariableKind::kSetting,
+     .accepted = kBool,
+     .default_value = "on",
+     .help = "add the Python stack to reports",
+     .parse = parse_switch<&Config::python_stack>,
+     .flag = "--no-python-stack",
+     .flag_sets = "0",
+     .flag_help = "leave the Python stack out of reports"},
+    {.name = "APPENDGUARD_REOPEN",
+     .kind = VariableKind::kSetting,
+     .accepted = "auto, append, rewrite, hold",
+     .default_value = "auto",
+     .help = "how enforce mode reopens an existing file for writing (auto: by the store)",
+     .parse = parse_reopen,
+     .flag = "--reopen",
+     .flag_arg = "R",
+     .flag_help = "auto (default: by the store), append, rewrite (truncate and write the bytes back, for "
+                  "stores that cannot append: mountpoint-s3) or hold"},
+    {.name = "APPENDGUARD_FS",
+     .kind = VariableKind::kSetting,
+     .accepted =
+         "known (the default: appendonlyfs, fuse_dfs, mountpoint-s3), fuse (every FUSE mount), none (by "
+         "name only), or a comma-separated list of mount types, sources and absolute mount points to add",
+     .default_value = "known",
+     .help = "the mounts on which every file opened for writing is guarded",
+     .parse = parse_fs},
+    {.name = "APPENDGUARD_PREALLOC",
+     .kind = VariableKind::kSetting,
+     .accepted = "defer, refuse",
+     .default_value = "defer",
+     .help = "what enforce mode does with a call that only grows a guarded file",
+     .parse = parse_prealloc},
+    // After APPENDGUARD_LOG: unset, its default depends on the log (parse_config).
+    {.name = "APPENDGUARD_SUMMARY",
+     .kind = VariableKind::kSetting,
+     .accepted = kBool,
+     .default_value = "on with a log file, off on stderr",
+     .help = "one summary line at exit from a process that touched guarded files",
+     .parse = parse_switch<&Config::summary>},
+    {.name = "APPENDGUARD_FORMAT",
+     .kind = VariableKind::kSetting,
+     .accepted = "text, json",
+     .default_value = "text",
+     .help = "json: every report, trace line, notice and summary is one JSON object per line",
+     .parse = parse_format},
     {"APPENDGUARD_CARRIED_FDS", VariableKind::kInternal, "set by the library", "",
      "guarded descriptors carried across exec; read and removed at start-up"},
     {"APPENDGUARD_LIBRARY", VariableKind::kTooling, "a path", "", "the library the launcher preloads"},
@@ -70,6 +279,14 @@ std::string_view name_of(const char* entry) {
 }
 
 }  // namespace
+
+std::string rejected(const Variable& self, std::string_view why) {
+  std::string detail(why);
+  if (!detail.empty()) detail += "; ";
+  detail += "accepted: ";
+  detail += self.accepted;
+  return detail;
+}
 
 std::span<const Variable> known_variables() {
   return kVariables;

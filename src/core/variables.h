@@ -1,8 +1,10 @@
 // The one table of environment variable names that start with APPENDGUARD: the library's settings, its
 // internal variable, and the names our build, test and launcher tooling use (which the library ignores).
 // The library refuses any other APPENDGUARD* name when it is enabled (a misspelt APPENDGUARD_PATH would
-// otherwise leave a job silently unguarded); the launcher's usage text and docs/reference.md list the same
-// table (tests/integration/test_variables.py checks the docs).
+// otherwise leave a job silently unguarded). Each setting's row also holds its parser (parse_config runs
+// them in table order), its `appendguard run` option if it has one (cli/launch_options.cpp) and the text
+// of `appendguard run --help`; docs/reference.md lists the same names (tests/integration/test_variables.py
+// and tests/unit/test_variables.cpp check that table, usage and docs agree).
 #pragma once
 
 #include <cstddef>
@@ -18,13 +20,30 @@ enum class VariableKind {
   kTooling,   // used by the launcher, the build or the tests; ignored by the library
 };
 
+struct Config;
+struct Variable;
+
+// Parses a set value into `config` (whose earlier rows are already parsed). Returns "" when accepted,
+// else what follows "invalid NAME='VALUE': " in the error line: usually rejected(self) ("accepted: ...").
+using ParseSetting = std::string (*)(std::string_view value, const Variable& self, Config& config);
+
 struct Variable {
   const char* name;
   VariableKind kind;
-  const char* accepted;       // the values accepted, for usage text and docs
-  const char* default_value;  // "" when none
-  const char* help;           // one line
+  const char* accepted;          // the values accepted: error lines, usage text
+  const char* default_value;     // "" when none
+  const char* help;              // one line
+  ParseSetting parse = nullptr;  // settings only
+  // The launcher's option for it, if any: `--paths P` sets the variable to P; a switch (flag_arg
+  // nullptr) sets it to flag_sets.
+  const char* flag = nullptr;
+  const char* flag_arg = nullptr;
+  const char* flag_sets = nullptr;
+  const char* flag_help = nullptr;  // the option's line in `appendguard run --help`
 };
+
+// "accepted: " + self.accepted, after `why` and "; " when given.
+std::string rejected(const Variable& self, std::string_view why = {});
 
 std::span<const Variable> known_variables();
 const Variable* find_variable(std::string_view name);  // nullptr when not in the table
