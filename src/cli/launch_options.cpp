@@ -1,21 +1,88 @@
 #include "cli/launch_options.h"
 
-#include <map>
+#include <algorithm>
+#include <string_view>
+
+#include "core/variables.h"
 
 namespace appendguard {
 namespace {
 
-// Options that take a value, and the variable each one sets.
-const std::map<std::string, std::string>& valued_options() {
-  static const std::map<std::string, std::string> options = {
-      {"--paths", "APPENDGUARD_PATHS"},         {"--on-violation", "APPENDGUARD_ON_VIOLATION"},
-      {"--errno", "APPENDGUARD_ERRNO"},         {"--log", "APPENDGUARD_LOG"},
-      {"--backtrace", "APPENDGUARD_BACKTRACE"}, {"--reopen", "APPENDGUARD_REOPEN"},
-  };
-  return options;
+// The row whose option is `option` (without "=value"), else nullptr.
+const Variable* variable_of_flag(std::string_view option) {
+  for (const Variable& v : known_variables()) {
+    if (v.flag && option == v.flag) return &v;
+  }
+  return nullptr;
+}
+
+std::string accepted_options() {
+  std::string text = "--enforce, --audit";
+  for (const Variable& v : known_variables()) {
+    if (!v.flag) continue;
+    text += ", ";
+    text += v.flag;
+    if (v.flag_arg) text += std::string(" ") + v.flag_arg;
+  }
+  return text + ", then -- COMMAND";
+}
+
+// "  --paths P             help": the option padded to a column, as the usage lists options.
+std::string option_line(std::string option, const char* help, size_t column = 24) {
+  option.insert(0, "  ");
+  option.resize(std::max<size_t>(option.size() + 1, column), ' ');
+  return option + help + "\n";
 }
 
 }  // namespace
+
+std::string run_usage() {
+  std::string text =
+      "usage: appendguard run [OPTIONS] -- COMMAND [ARGS...]\n"
+      "Runs COMMAND with libappendguard.so preloaded (before an existing LD_PRELOAD) and enabled. The\n"
+      "APPENDGUARD_* variables already in the environment are the defaults (APPENDGUARD=audit stays audit);\n"
+      "the options override them.\n";
+  text += option_line("--enforce",
+                      "rewrite read-write opens into appends, refuse writes not at the end (default)");
+  text += option_line("--audit", "change nothing; report every operation an append-only mount would refuse");
+  for (const Variable& v : known_variables()) {
+    if (!v.flag) continue;
+    text += option_line(std::string(v.flag) + (v.flag_arg ? std::string(" ") + v.flag_arg : ""),
+                        v.flag_help ? v.flag_help : v.help);
+  }
+  text +=
+      "A static, Go, set-uid or set-gid COMMAND cannot be reached by the library: one line says so before "
+      "it\n"
+      "starts.\n";
+
+  text += "\nenvironment (docs/reference.md):\n";
+  for (const Variable& v : known_variables()) {
+    if (v.kind != VariableKind::kSetting) continue;
+    text += option_line(v.name, v.help, 28);
+    text += std::string(28, ' ') + "accepted: " + v.accepted;
+    if (*v.default_value) text += std::string("; default ") + v.default_value;
+    if (v.flag) text += std::string("; option ") + v.flag;
+    text += "\n";
+  }
+  text += "set by the library itself (do not set):";
+  for (const Variable& v : known_variables()) {
+    if (v.kind == VariableKind::kInternal) text += std::string(" ") + v.name;
+  }
+  text += "\ntooling variables, ignored by the library:";
+  size_t column = 100;
+  for (const Variable& v : known_variables()) {
+    if (v.kind != VariableKind::kTooling) continue;
+    const size_t length = std::string_view(v.name).size();
+    if (column + length > 100) {
+      text += "\n ";
+      column = 1;
+    }
+    text += std::string(" ") + v.name;
+    column += 1 + length;
+  }
+  text += "\nany other name starting with APPENDGUARD stops an enabled program with status 2.\n";
+  return text;
+}
 
 LaunchParse parse_run_arguments(const std::vector<std::string>& args, const std::string& library,
                                 const std::string& existing_preload, const std::string& existing_mode) {
@@ -42,26 +109,24 @@ LaunchParse parse_run_arguments(const std::vector<std::string>& args, const std:
       mode = "audit";
     } else if (arg == "--enforce") {
       mode = "enforce";
-    } else if (arg == "--trace") {
-      settings.emplace_back("APPENDGUARD_TRACE", "1");
-    } else if (arg == "--no-python-stack") {
-      settings.emplace_back("APPENDGUARD_PYTHON_STACK", "0");
-    } else if (auto eq = arg.find('=');
-               arg.rfind("--", 0) == 0 && valued_options().count(arg.substr(0, eq))) {
-      const std::string& variable = valued_options().at(arg.substr(0, eq));
-      if (eq != std::string::npos) {
-        settings.emplace_back(variable, arg.substr(eq + 1));
+    } else if (const Variable* v = variable_of_flag(std::string_view(arg).substr(0, arg.find('=')))) {
+      const size_t eq = arg.find('=');
+      if (!v->flag_arg) {
+        if (eq != std::string::npos) {
+          result.error = "appendguard run: option '" + arg + "' takes no value";
+          return result;
+        }
+        settings.emplace_back(v->name, v->flag_sets);
+      } else if (eq != std::string::npos) {
+        settings.emplace_back(v->name, arg.substr(eq + 1));
       } else if (i + 1 < args.size()) {
-        settings.emplace_back(variable, args[++i]);
+        settings.emplace_back(v->name, args[++i]);
       } else {
         result.error = "appendguard run: option '" + arg + "' needs a value";
         return result;
       }
     } else if (arg.starts_with('-')) {
-      result.error =
-          "appendguard run: unknown option '" + arg +
-          "': accepted: --enforce, --audit, --trace, --paths P, --on-violation error|abort|warn, "
-          "--errno E, --log L, --backtrace N, --reopen append|rewrite, --no-python-stack, then -- COMMAND";
+      result.error = "appendguard run: unknown option '" + arg + "': accepted: " + accepted_options();
       return result;
     } else {
       break;  // the command starts here ("--" is optional)

@@ -25,7 +25,6 @@
 #include "core/config.h"
 #include "core/mount_table.h"
 #include "core/pattern_check.h"
-#include "core/variables.h"
 
 using namespace appendguard;
 
@@ -45,25 +44,6 @@ constexpr const char* kUsage =
     "        be reached by it; with DIR, what the mount under DIR accepts.\n"
     "report: violations in report logs, grouped, with a count and the first report of each group.\n";
 
-constexpr const char* kRunUsage =
-    "usage: appendguard run [OPTIONS] -- COMMAND [ARGS...]\n"
-    "Runs COMMAND with libappendguard.so preloaded (before an existing LD_PRELOAD) and enabled. The\n"
-    "APPENDGUARD_* variables already in the environment are the defaults (APPENDGUARD=audit stays audit);\n"
-    "the options override them.\n"
-    "  --enforce             rewrite read-write opens into appends, refuse writes not at the end (default)\n"
-    "  --audit               change nothing; report every operation an append-only mount would refuse\n"
-    "  --trace               also log every operation on guarded files\n"
-    "  --paths P             colon-separated globs of guarded files (default *.safetensors)\n"
-    "  --on-violation A      error (default), abort or warn\n"
-    "  --errno E             errno of a refused call (default EOPNOTSUPP)\n"
-    "  --log L               stderr (default) or a file; %p pid, %h host, %r rank\n"
-    "  --backtrace N         native frames per report (default 32, 0 for none)\n"
-    "  --reopen rewrite      reopen existing files by truncating and writing their bytes back, for stores\n"
-    "                        that cannot append (mountpoint-s3); default append\n"
-    "  --no-python-stack     leave the Python stack out of reports\n"
-    "A static, Go, set-uid or set-gid COMMAND cannot be reached by the library: one line says so before it\n"
-    "starts.\n";
-
 constexpr const char* kDoctorUsage =
     "usage: appendguard doctor [COMMAND | DIR]\n"
     "Checks the library, the effective configuration (from the environment) and that interposition works\n"
@@ -80,39 +60,6 @@ constexpr const char* kReportUsage =
     "report and its log. Audit findings that enforce mode fixes are listed, not counted.\n"
     "  --json   one JSON object: violations, fixed_by_enforce, logs, groups[]\n"
     "Exit status: 0 no violation, 1 violations found, 2 a log could not be read.\n";
-
-// The environment section of `run --help`: the table of core/variables.h.
-std::string variables_usage() {
-  std::string text = "\nenvironment (docs/reference.md):\n";
-  for (const Variable& v : known_variables()) {
-    if (v.kind != VariableKind::kSetting) continue;
-    text += "  ";
-    text += v.name;
-    text += std::string(v.name).size() < 26 ? std::string(26 - std::string(v.name).size(), ' ') : " ";
-    text += v.help;
-    text += "\n";
-    text += std::string(28, ' ') + "accepted: " + v.accepted;
-    if (*v.default_value) text += std::string("; default ") + v.default_value;
-    text += "\n";
-  }
-  text += "set by the library itself (do not set):";
-  for (const Variable& v : known_variables()) {
-    if (v.kind == VariableKind::kInternal) text += std::string(" ") + v.name;
-  }
-  text += "\ntooling variables, ignored by the library:";
-  size_t column = 100;
-  for (const Variable& v : known_variables()) {
-    if (v.kind != VariableKind::kTooling) continue;
-    if (column + std::string(v.name).size() > 100) {
-      text += "\n ";
-      column = 1;
-    }
-    text += std::string(" ") + v.name;
-    column += 1 + std::string(v.name).size();
-  }
-  text += "\nany other name starting with APPENDGUARD stops an enabled program with status 2.\n";
-  return text;
-}
 
 std::string self_path() {
   char buf[PATH_MAX];
@@ -543,7 +490,7 @@ int dispatch(std::vector<std::string> args) {
   }
   if (command == "run") {
     if (wants_help(args)) {
-      std::printf("%s%s", kRunUsage, variables_usage().c_str());
+      std::fputs(run_usage().c_str(), stdout);
       return 0;
     }
     return run(args);

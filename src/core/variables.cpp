@@ -215,8 +215,7 @@ constexpr Variable kVariables[] = {
      .parse = parse_reopen,
      .flag = "--reopen",
      .flag_arg = "R",
-     .flag_help = "auto (default: by the store), append, rewrite (truncate and write the bytes back, for "
-                  "stores that cannot append: mountpoint-s3) or hold"},
+     .flag_help = "auto (default: by the store), append, rewrite (for stores that cannot append) or hold"},
     {.name = "APPENDGUARD_FS",
      .kind = VariableKind::kSetting,
      .accepted =

@@ -76,6 +76,27 @@ class VariablesTest(TempDirTest):
         with open(REFERENCE) as f:
             documented = set(re.findall(r"`(APPENDGUARD[A-Z0-9_]*)`", f.read()))
         self.assertEqual(sorted(names - documented), [], "names in the table but not in docs/reference.md")
+        # The other way: a name documented in docs/reference.md but missing from the table (and so from the
+        # usage, which tests/unit/test_launch_options.cpp checks against the table) fails too.
+        self.assertEqual(sorted(documented - names), [], "names in docs/reference.md but not in the table")
+        # The reference's option column says what the usage says (the table's flag), setting by setting.
+        usage_option = dict(re.findall(r"^  (APPENDGUARD[A-Z_]*) .*\n +accepted: .*?(?:; option (--[a-z-]+))?$", out,
+                                       re.M))
+        with open(REFERENCE) as f:
+            rows = re.findall(r"^\| `(APPENDGUARD[A-Z_]*)` \|([^|]*)\|", f.read(), re.M)
+        self.assertEqual(sorted(name for name, _ in rows), sorted(usage_option), "settings of docs vs the table")
+        for name, cell in rows:
+            if name == "APPENDGUARD":
+                continue  # --enforce and --audit, the launcher's own
+            with self.subTest(name=name):
+                self.assertEqual(re.findall(r"`(--[a-z-]+)`", cell), [usage_option[name]] if usage_option[name] else [])
+        # Every option the usage lists is accepted by the launcher.
+        for option in re.findall(r"^  (--[a-z-]+)", out, re.M):
+            with self.subTest(option=option):
+                args = [option] if option in ("--enforce", "--audit", "--trace", "--no-python-stack") else [option, "x"]
+                proc = subprocess.run([LAUNCHER, "run", *args, "--", "true"], env=child_env(mode=None, preload=False),
+                                      capture_output=True, text=True, timeout=60)
+                self.assertNotIn("unknown option", proc.stderr)
 
 
 if __name__ == "__main__":

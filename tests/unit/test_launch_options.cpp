@@ -1,6 +1,11 @@
 #include <catch2/catch.hpp>
 
+#include <cctype>
+#include <set>
+
 #include "cli/launch_options.h"
+#include "core/config.h"
+#include "core/variables.h"
 
 using namespace appendguard;
 
@@ -67,4 +72,55 @@ TEST_CASE("run refuses an invalid APPENDGUARD in the environment instead of repl
   for (const char* ok : {"", "0", "off", "1", "on", "enforce", "audit"}) {
     CHECK(parse_run_arguments({"--", "x"}, "/lib.so", "", ok).ok());
   }
+}
+
+TEST_CASE("every option of the variables table sets its variable, as --OPTION V and --OPTION=V") {
+  size_t options = 0;
+  for (const Variable& v : known_variables()) {
+    if (!v.flag) continue;
+    ++options;
+    INFO(v.flag);
+    CHECK(v.kind == VariableKind::kSetting);
+    CHECK(v.flag_help);
+    if (v.flag_arg) {
+      CHECK(value_of(parse_run_arguments({v.flag, "V", "--", "x"}, "/lib.so", "").plan, v.name) == "V");
+      CHECK(value_of(parse_run_arguments({std::string(v.flag) + "=V", "x"}, "/lib.so", "").plan, v.name) ==
+            "V");
+      CHECK_FALSE(parse_run_arguments({v.flag}, "/lib.so", "").ok());
+    } else {
+      REQUIRE(v.flag_sets);
+      CHECK(value_of(parse_run_arguments({v.flag, "--", "x"}, "/lib.so", "").plan, v.name) == v.flag_sets);
+      // The switch's value is one the variable's parser accepts.
+      Config config;
+      CHECK(v.parse(v.flag_sets, v, config).empty());
+    }
+    const std::string unknown = parse_run_arguments({"--nonsense", "x"}, "/lib.so", "").error;
+    CHECK(unknown.find(v.flag) != std::string::npos);
+    CHECK(run_usage().find(std::string("  ") + v.flag) != std::string::npos);
+  }
+  CHECK(options >= 8);
+}
+
+TEST_CASE("run --help lists exactly the table's names, with each setting's accepted values and default") {
+  const std::string usage = run_usage();
+  std::set<std::string> listed;
+  for (size_t at = usage.find("APPENDGUARD"); at != std::string::npos; at = usage.find("APPENDGUARD", at)) {
+    size_t end = at;
+    while (end < usage.size() &&
+           (std::isupper(static_cast<unsigned char>(usage[end])) ||
+            std::isdigit(static_cast<unsigned char>(usage[end])) || usage[end] == '_')) {
+      ++end;
+    }
+    const std::string name = usage.substr(at, end - at);
+    if (name.back() != '_') listed.insert(name);  // "APPENDGUARD_*" is prose
+    at = end;
+  }
+  std::set<std::string> table;
+  for (const Variable& v : known_variables()) {
+    table.insert(v.name);
+    if (v.kind != VariableKind::kSetting) continue;
+    CHECK(usage.find(std::string("accepted: ") + v.accepted) != std::string::npos);
+    if (*v.default_value) CHECK(usage.find(std::string("default ") + v.default_value) != std::string::npos);
+  }
+  CHECK(listed == table);
 }

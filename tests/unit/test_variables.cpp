@@ -109,3 +109,28 @@ TEST_CASE("summary switch") {
   CHECK(r.error ==
         "appendguard: invalid APPENDGUARD_SUMMARY='maybe': accepted: 1, on, yes, true; 0, off, no, false");
 }
+
+TEST_CASE(
+    "every setting's row has a parser, and a bad value's line names it, the value and the row's accepted") {
+  // A value each setting refuses; a new setting that accepts "bogus" needs its own here.
+  const std::map<std::string, std::string> bad = {
+      {"APPENDGUARD_PATHS", "[x"}, {"APPENDGUARD_LOG", ""}, {"APPENDGUARD_FS", "fuse rclone"}};
+  for (const Variable& v : known_variables()) {
+    INFO(v.name);
+    if (v.kind != VariableKind::kSetting) {
+      CHECK_FALSE(v.parse);
+      CHECK_FALSE(v.flag);
+      continue;
+    }
+    REQUIRE(v.parse);
+    CHECK(*v.accepted);
+    const auto special = bad.find(v.name);
+    const std::string value = special == bad.end() ? "bogus" : special->second;
+    std::map<std::string, std::string> env = {{"APPENDGUARD", "1"}};
+    env[v.name] = value;  // for APPENDGUARD itself, replaces the mode
+    const ConfigResult r = parse_with_environment(env);
+    CHECK(r.error.starts_with(std::string("appendguard: invalid ") + v.name + "='" + value + "': "));
+    CHECK(r.error.find(std::string("accepted: ") + v.accepted) != std::string::npos);
+    CHECK(r.error.find('\n') == std::string::npos);
+  }
+}
