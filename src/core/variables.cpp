@@ -218,9 +218,9 @@ constexpr Variable kVariables[] = {
      .flag_help = "auto (default: by the store), append, rewrite (for stores that cannot append) or hold"},
     {.name = "APPENDGUARD_FS",
      .kind = VariableKind::kSetting,
-     .accepted =
-         "known (the default: appendonlyfs, fuse_dfs, mountpoint-s3), fuse (every FUSE mount), none (by "
-         "name only), or a comma-separated list of mount types, sources and absolute mount points to add",
+     .accepted = "known (the default: appendonlyfs, fuse_dfs, mountpoint-s3, rclone, gcsfuse), fuse (every "
+                 "FUSE mount), none (by name only), or a comma-separated list of mount types, sources and "
+                 "absolute mount points to add",
      .default_value = "known",
      .help = "the mounts on which every file opened for writing is guarded",
      .parse = parse_fs},
