@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string_view>
 
+#include "core/config.h"
 #include "core/variables.h"
 
 namespace appendguard {
@@ -87,16 +88,16 @@ std::string run_usage() {
 LaunchParse parse_run_arguments(const std::vector<std::string>& args, const std::string& library,
                                 const std::string& existing_preload, const std::string& existing_mode) {
   LaunchParse result;
-  std::string mode = existing_mode == "audit" ? "audit" : "enforce";
-  for (const char* accepted : {"", "0", "off", "1", "on", "enforce", "audit"}) {
-    if (existing_mode == accepted) break;
-    if (std::string(accepted) == "audit") {  // none matched
-      result.error = "appendguard run: invalid APPENDGUARD='" + existing_mode +
-                     "' in the environment: accepted: unset, 0, off, 1, on, enforce (the launcher enforces), "
-                     "audit";
-      return result;
-    }
+  // The environment's APPENDGUARD, by the table's parser: audit stays audit, anything else valid enforces.
+  const Variable& mode_row = known_variables().front();
+  Config existing;
+  if (!mode_row.parse(existing_mode, mode_row, existing).empty()) {
+    result.error = "appendguard run: invalid APPENDGUARD='" + existing_mode +
+                   "' in the environment: accepted: " + mode_row.accepted +
+                   " (unset or inert, the launcher enforces)";
+    return result;
   }
+  std::string mode = existing.mode == Mode::kAudit ? "audit" : "enforce";
   std::vector<std::pair<std::string, std::string>> settings;
   size_t i = 0;
   for (; i < args.size(); ++i) {

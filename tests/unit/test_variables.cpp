@@ -115,6 +115,8 @@ TEST_CASE(
   // A value each setting refuses; a new setting that accepts "bogus" needs its own here.
   const std::map<std::string, std::string> bad = {
       {"APPENDGUARD_PATHS", "[x"}, {"APPENDGUARD_LOG", ""}, {"APPENDGUARD_FS", "fuse rclone"}};
+  // parse_config and the launcher read the mode first, as the first row.
+  CHECK(std::string_view(known_variables().front().name) == "APPENDGUARD");
   for (const Variable& v : known_variables()) {
     INFO(v.name);
     if (v.kind != VariableKind::kSetting) {
