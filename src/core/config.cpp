@@ -253,6 +253,15 @@ ConfigResult parse_config(EnvLookup lookup, const char* const* environment) {
       return result;
     }
   }
+  if (const char* v = get("APPENDGUARD_HOLD_SECONDS")) {
+    long seconds = 0;
+    if (!parse_int(v, 86400, seconds)) {
+      result.error = bad_value("APPENDGUARD_HOLD_SECONDS", v,
+                               "accepted: a whole number of seconds from 0 (no limit) to 86400");
+      return result;
+    }
+    config.hold_seconds = static_cast<unsigned>(seconds);
+  }
   if (const char* v = get("APPENDGUARD_FS")) {
     std::string why = parse_mount_selection(v, config.mounts);
     if (!why.empty()) {

@@ -26,6 +26,8 @@ constexpr Variable kVariables[] = {
     {"APPENDGUARD_PYTHON_STACK", VariableKind::kSetting, kBool, "on", "add the Python stack to reports"},
     {"APPENDGUARD_REOPEN", VariableKind::kSetting, "append, rewrite", "append",
      "how enforce mode reopens an existing file for writing"},
+    {"APPENDGUARD_HOLD_SECONDS", VariableKind::kSetting, "0-86400 (0: no limit)", "60",
+     "a held write session is committed after this many seconds without a reopen"},
     {"APPENDGUARD_FS", VariableKind::kSetting,
      "known; fuse; none; or a comma-separated list of mount types, sources and mount points", "known",
      "the mounts on which every file opened for writing is guarded"},
