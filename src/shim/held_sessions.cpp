@@ -34,8 +34,12 @@ constinit Lock g_held_lock;
 // survive fork); g_wake is the futex word it waits on (bumped when the set gains its first session).
 constinit std::atomic<bool> g_committer_started{false};
 constinit std::atomic<uint32_t> g_wake{0};
-// Set by the exit handler: closes after it are not held (nothing would commit them with a report).
+// Set by the exit handler: closes after it are not held (nothing would commit them with a report), and
+// the committer takes no more sessions.
 constinit std::atomic<bool> g_exiting{false};
+// 1 while the committer has a session out of the set and is closing it (set under the set's lock): the
+// exit handler waits for it, so that its report is said and the store's answer is in before exit.
+constinit std::atomic<uint32_t> g_in_flight{0};
 
 pid_t raw_getpid() {
   return static_cast<pid_t>(syscall(SYS_getpid));
@@ -121,11 +125,15 @@ void* committer_main(void*) {
     uint64_t now = now_ns();
     {
       HeldGuard guard;
+      if (g_exiting.load(std::memory_order_relaxed)) return nullptr;
       expired = g_held.take_expired(now, limit_ns(), s);
       deadline = g_held.next_deadline(limit_ns());
+      if (expired) g_in_flight.store(1, std::memory_order_relaxed);
     }
     if (expired) {
       commit(s, when);
+      g_in_flight.store(0, std::memory_order_release);
+      syscall(SYS_futex, &g_in_flight, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
       continue;
     }
     struct timespec wait = {};
@@ -294,8 +302,19 @@ void commit_all_held(const char* when) {
 }
 
 void commit_held_at_exit() {
-  g_exiting.store(true, std::memory_order_relaxed);
+  if (!owns_file_table()) return;
+  if (!g_committer_started.load(std::memory_order_acquire) && !any_held_sessions()) {
+    g_exiting.store(true, std::memory_order_relaxed);  // a process that never held: no lock, no syscall
+    return;
+  }
+  {
+    HeldGuard guard;  // the committer reads it under the lock: after this it takes nothing more
+    g_exiting.store(true, std::memory_order_relaxed);
+  }
   commit_all_held("at exit");
+  // A commit the committer thread took before: its report and the store's answer come before exit.
+  while (g_in_flight.load(std::memory_order_acquire) != 0)
+    syscall(SYS_futex, &g_in_flight, FUTEX_WAIT_PRIVATE, 1, nullptr, nullptr, 0);
 }
 
 void note_child_started() {
@@ -307,6 +326,7 @@ void forget_held_after_fork_child() {
   g_held.forget_all();
   g_held_count.store(0, std::memory_order_relaxed);
   g_committer_started.store(false, std::memory_order_relaxed);  // the parent's thread is not here
+  g_in_flight.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace appendguard
