@@ -168,8 +168,9 @@ void start_committer() {
     // No limit in this process then: said once, the sessions are still committed by the other events.
     g_committer_started.store(false, std::memory_order_release);
     InternalScope internal;
-    report_notice("could not start the thread that commits held write sessions after "
-                  "APPENDGUARD_HOLD_SECONDS: held files are committed at their reopen, exit or exec only");
+    report_notice(
+        "could not start the thread that commits held write sessions after "
+        "APPENDGUARD_HOLD_SECONDS: held files are committed at their reopen, exit or exec only");
   } else {
     pthread_setname_np(thread, "appendguard");
   }
