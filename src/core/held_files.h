@@ -25,7 +25,7 @@ struct HeldSession {
   uint64_t order = 0;        // when it was held: the smallest goes first when the set is full
   pid_t owner = 0;           // the process that opened it: only it may reuse or commit it
   unsigned children = 0;     // how many child processes had been started when it was held
-  uint64_t held_at = 0;  // when it was held (CLOCK_MONOTONIC nanoseconds): the time limit counts from here
+  uint64_t held_at = 0;      // when it was held (CLOCK_MONOTONIC ns): the time limit counts from it
   char path[kMaxPath] = {};
 };
 

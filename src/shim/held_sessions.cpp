@@ -1,5 +1,6 @@
 #include "shim/held_sessions.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -150,29 +151,32 @@ void* committer_main(void*) {
 }
 
 // At the first held close (a process's first, or a fork child's first): not in a process that never
-// holds a file. With every signal blocked around pthread_create, the thread starts with them blocked.
+// holds a file. With every signal blocked around its creation, the thread starts with them blocked.
+// pthread_create and pthread_detach are looked up at run time: linked, they would be GLIBC_2.34 symbols
+// (packaging.glibc_floor); before glibc 2.34 they are found only when libpthread is loaded.
 void start_committer() {
   if (g_config->hold_seconds == 0 || g_committer_started.exchange(true, std::memory_order_acq_rel)) return;
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_attr_t attributes;
-  pthread_attr_init(&attributes);
-  pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize(&attributes, 256 * 1024);
-  pthread_t thread;
-  int error = pthread_create(&thread, &attributes, committer_main, nullptr);
-  pthread_attr_destroy(&attributes);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  using Create = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+  using Detach = int (*)(pthread_t);
+  auto create = reinterpret_cast<Create>(dlsym(RTLD_DEFAULT, "pthread_create"));
+  auto detach = reinterpret_cast<Detach>(dlsym(RTLD_DEFAULT, "pthread_detach"));
+  int error = ENOSYS;
+  if (create && detach) {
+    sigset_t all, old;
+    sigfillset(&all);
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, _NSIG / 8);
+    pthread_t thread;
+    error = create(&thread, nullptr, committer_main, nullptr);
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, nullptr, _NSIG / 8);
+    if (error == 0) detach(thread);
+  }
   if (error != 0) {
-    // No limit in this process then: said once, the sessions are still committed by the other events.
-    g_committer_started.store(false, std::memory_order_release);
+    // No limit in this process then (g_committer_started stays set: said once, never retried); the
+    // sessions are still committed by the other events.
     InternalScope internal;
     report_notice(
         "could not start the thread that commits held write sessions after "
         "APPENDGUARD_HOLD_SECONDS: held files are committed at their reopen, exit or exec only");
-  } else {
-    pthread_setname_np(thread, "appendguard");
   }
 }
 
