@@ -39,6 +39,9 @@ struct Config {
   bool summary = false;
   bool json = false;  // APPENDGUARD_FORMAT=json: reports, trace lines, notices and summaries as JSON lines
   Reopen reopen = Reopen::kAuto;
+  // APPENDGUARD_HOLD_SECONDS: a held write session is committed after this long without a reopen (0: no
+  // limit, held until an event commits it; docs/design.md, "Held write sessions").
+  unsigned hold_seconds = 60;
   MountSelection mounts;  // APPENDGUARD_FS: mounts on which every written file is guarded
   Prealloc prealloc = Prealloc::kDefer;
 };

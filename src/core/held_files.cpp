@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 
+#include <algorithm>
+
 #include "core/open_flags.h"
 
 namespace appendguard {
@@ -76,6 +78,26 @@ size_t HeldSet::take_range(unsigned first, unsigned last, HeldSession* out, size
     remove_at(best);
   }
   return taken;
+}
+
+bool HeldSet::take_expired(uint64_t now, uint64_t limit, HeldSession& out) {
+  if (limit == 0) return false;
+  size_t oldest = count_;
+  for (size_t i = 0; i < count_; ++i) {
+    if (now - sessions_[i].held_at < limit || sessions_[i].held_at > now) continue;
+    if (oldest == count_ || sessions_[i].order < sessions_[oldest].order) oldest = i;
+  }
+  if (oldest == count_) return false;
+  out = sessions_[oldest];
+  remove_at(oldest);
+  return true;
+}
+
+uint64_t HeldSet::next_deadline(uint64_t limit) const {
+  if (limit == 0 || count_ == 0) return 0;
+  uint64_t earliest = sessions_[0].held_at;
+  for (size_t i = 1; i < count_; ++i) earliest = std::min(earliest, sessions_[i].held_at);
+  return earliest + limit;
 }
 
 void HeldSet::forget_all() {

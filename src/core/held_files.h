@@ -25,6 +25,7 @@ struct HeldSession {
   uint64_t order = 0;        // when it was held: the smallest goes first when the set is full
   pid_t owner = 0;           // the process that opened it: only it may reuse or commit it
   unsigned children = 0;     // how many child processes had been started when it was held
+  uint64_t held_at = 0;      // when it was held (CLOCK_MONOTONIC ns): the time limit counts from it
   char path[kMaxPath] = {};
 };
 
@@ -68,6 +69,10 @@ class HeldSet {
   // how many.
   size_t take_range(unsigned first, unsigned last, HeldSession* out, size_t capacity);
   size_t take_all(HeldSession* out, size_t capacity) { return take_range(0, ~0u, out, capacity); }
+  // The time limit (APPENDGUARD_HOLD_SECONDS, in nanoseconds here; 0: none): removes the oldest session
+  // held at least `limit` before `now` into `out`. next_deadline: when the next one is due, 0 if none.
+  bool take_expired(uint64_t now, uint64_t limit, HeldSession& out);
+  uint64_t next_deadline(uint64_t limit) const;
   // After fork, in the child: the parent's sessions are not the child's to reuse or commit.
   void forget_all();
   size_t size() const { return count_; }

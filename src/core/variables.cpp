@@ -115,6 +115,13 @@ std::string parse_reopen(std::string_view v, const Variable& self, Config& confi
   return parse_word(v, self, kWords, kValues, config.reopen);
 }
 
+std::string parse_hold_seconds(std::string_view v, const Variable& self, Config& config) {
+  long seconds = 0;
+  if (!parse_int(v, 86400, seconds)) return rejected(self);
+  config.hold_seconds = static_cast<unsigned>(seconds);
+  return {};
+}
+
 std::string parse_fs(std::string_view v, const Variable& self, Config& config) {
   std::string why = parse_mount_selection(v, config.mounts);
   return why.empty() ? why : rejected(self, why);
@@ -216,6 +223,12 @@ constexpr Variable kVariables[] = {
      .flag = "--reopen",
      .flag_arg = "R",
      .flag_help = "auto (default: by the store), append, rewrite (for stores that cannot append) or hold"},
+    {.name = "APPENDGUARD_HOLD_SECONDS",
+     .kind = VariableKind::kSetting,
+     .accepted = "a whole number of seconds from 0 (no limit) to 86400",
+     .default_value = "60",
+     .help = "a held write session is committed after this many seconds without a reopen",
+     .parse = parse_hold_seconds},
     {.name = "APPENDGUARD_FS",
      .kind = VariableKind::kSetting,
      .accepted = "known (the default: appendonlyfs, fuse_dfs, mountpoint-s3, rclone, gcsfuse), fuse (every "

@@ -1,6 +1,9 @@
 #include "shim/held_sessions.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -8,6 +11,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 
 #include "core/open_flags.h"
 #include "report/summary.h"
@@ -25,6 +29,18 @@ constinit std::atomic<unsigned> g_children{0};
 
 constinit HeldSet g_held;
 constinit Lock g_held_lock;
+
+// The committer thread (the time limit): started at the first held close of a process, so a process
+// that never holds a file has none. g_committer_started is reset in a fork child (threads do not
+// survive fork); g_wake is the futex word it waits on (bumped when the set gains its first session).
+constinit std::atomic<bool> g_committer_started{false};
+constinit std::atomic<uint32_t> g_wake{0};
+// Set by the exit handler: closes after it are not held (nothing would commit them with a report), and
+// the committer takes no more sessions.
+constinit std::atomic<bool> g_exiting{false};
+// 1 while the committer has a session out of the set and is closing it (set under the set's lock): the
+// exit handler waits for it, so that its report is said and the store's answer is in before exit.
+constinit std::atomic<uint32_t> g_in_flight{0};
 
 pid_t raw_getpid() {
   return static_cast<pid_t>(syscall(SYS_getpid));
@@ -77,6 +93,93 @@ int commit(const HeldSession& s, const char* when) {
   return result;
 }
 
+uint64_t now_ns() {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000u + static_cast<uint64_t>(t.tv_nsec);
+}
+
+uint64_t limit_ns() {
+  return static_cast<uint64_t>(g_config->hold_seconds) * 1000000000u;
+}
+
+void wake_committer() {
+  g_wake.fetch_add(1, std::memory_order_release);
+  syscall(SYS_futex, &g_wake, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+}
+
+// Commits every session held longer than the limit, then sleeps until the next one is due (or, with
+// none held, until a close holds one). Every signal is blocked in this thread (it was created with them
+// blocked): the program's signals go to the program's threads. The session is taken out of the set under
+// its lock before its real close, so a concurrent reopen either took it first (and this thread never
+// sees it) or does not find it and opens the file as usual; the number is closed only by the one that
+// took it, and the program believes it closed.
+void* committer_main(void*) {
+  char when[96];
+  std::snprintf(when, sizeof when, "after %u s without a reopen (APPENDGUARD_HOLD_SECONDS)",
+                g_config->hold_seconds);
+  while (true) {
+    uint32_t seen = g_wake.load(std::memory_order_acquire);
+    HeldSession s;
+    bool expired;
+    uint64_t deadline;
+    uint64_t now = now_ns();
+    {
+      HeldGuard guard;
+      if (g_exiting.load(std::memory_order_relaxed)) return nullptr;
+      expired = g_held.take_expired(now, limit_ns(), s);
+      deadline = g_held.next_deadline(limit_ns());
+      if (expired) g_in_flight.store(1, std::memory_order_relaxed);
+    }
+    if (expired) {
+      commit(s, when);
+      g_in_flight.store(0, std::memory_order_release);
+      syscall(SYS_futex, &g_in_flight, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+      continue;
+    }
+    struct timespec wait = {};
+    struct timespec* timeout = nullptr;
+    if (deadline != 0) {
+      uint64_t left = deadline > now ? deadline - now : 0;
+      wait.tv_sec = static_cast<time_t>(left / 1000000000u);
+      wait.tv_nsec = static_cast<long>(left % 1000000000u);
+      timeout = &wait;
+    }
+    syscall(SYS_futex, &g_wake, FUTEX_WAIT_PRIVATE, seen, timeout, nullptr, 0);
+  }
+  return nullptr;
+}
+
+// At the first held close (a process's first, or a fork child's first): not in a process that never
+// holds a file. With every signal blocked around its creation, the thread starts with them blocked.
+// pthread_create and pthread_detach are looked up at run time: linked, they would be GLIBC_2.34 symbols
+// (packaging.glibc_floor); before glibc 2.34 they are found only when libpthread is loaded.
+void start_committer() {
+  if (g_config->hold_seconds == 0 || g_committer_started.exchange(true, std::memory_order_acq_rel)) return;
+  using Create = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+  using Detach = int (*)(pthread_t);
+  auto create = reinterpret_cast<Create>(dlsym(RTLD_DEFAULT, "pthread_create"));
+  auto detach = reinterpret_cast<Detach>(dlsym(RTLD_DEFAULT, "pthread_detach"));
+  int error = ENOSYS;
+  if (create && detach) {
+    sigset_t all, old;
+    sigfillset(&all);
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, _NSIG / 8);
+    pthread_t thread;
+    error = create(&thread, nullptr, committer_main, nullptr);
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, nullptr, _NSIG / 8);
+    if (error == 0) detach(thread);
+  }
+  if (error != 0) {
+    // No limit in this process then (g_committer_started stays set: said once, never retried); the
+    // sessions are still committed by the other events.
+    InternalScope internal;
+    report_notice(
+        "could not start the thread that commits held write sessions after "
+        "APPENDGUARD_HOLD_SECONDS: held files are committed at their reopen, exit or exec only");
+  }
+}
+
 }  // namespace
 
 bool hold_mode_for(const char* full_path) {
@@ -91,7 +194,8 @@ bool hold_mode_for(const char* full_path) {
 }
 
 bool hold_instead_of_close(int fd, Description* d) {
-  if (!d->starts_session || current_mode() != Mode::kEnforce) return false;
+  if (!d->starts_session || current_mode() != Mode::kEnforce || g_exiting.load(std::memory_order_relaxed))
+    return false;
   CloseFacts facts;
   facts.hold_mode = true;
   facts.started_session = true;
@@ -114,15 +218,22 @@ bool hold_instead_of_close(int fd, Description* d) {
   s.effective_flags = d->site.effective_flags;
   s.owner = raw_getpid();
   s.children = g_children.load(std::memory_order_relaxed);
+  s.held_at = now_ns();
   std::snprintf(s.path, sizeof s.path, "%s", d->path);
   // Never into an exec'd program: the session is this process's.
   real_fcntl(fd, F_SETFD, FD_CLOEXEC);
   g_files.forget(fd);  // closed, for the program
   HeldSession evicted;
   bool full;
+  bool first;
   {
     HeldGuard guard;
     full = g_held.add(s, evicted);
+    first = g_held.size() == 1;
+  }
+  if (first) {
+    start_committer();
+    wake_committer();
   }
   count_event(g_summary.held_sessions);
   if (tracing()) {
@@ -196,7 +307,19 @@ void commit_all_held(const char* when) {
 }
 
 void commit_held_at_exit() {
+  if (!owns_file_table()) return;
+  if (!g_committer_started.load(std::memory_order_acquire) && !any_held_sessions()) {
+    g_exiting.store(true, std::memory_order_relaxed);  // a process that never held: no lock, no syscall
+    return;
+  }
+  {
+    HeldGuard guard;  // the committer reads it under the lock: after this it takes nothing more
+    g_exiting.store(true, std::memory_order_relaxed);
+  }
   commit_all_held("at exit");
+  // A commit the committer thread took before: its report and the store's answer come before exit.
+  while (g_in_flight.load(std::memory_order_acquire) != 0)
+    syscall(SYS_futex, &g_in_flight, FUTEX_WAIT_PRIVATE, 1, nullptr, nullptr, 0);
 }
 
 void note_child_started() {
@@ -207,6 +330,8 @@ void forget_held_after_fork_child() {
   g_held_lock.reset_in_child();
   g_held.forget_all();
   g_held_count.store(0, std::memory_order_relaxed);
+  g_committer_started.store(false, std::memory_order_relaxed);  // the parent's thread is not here
+  g_in_flight.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace appendguard

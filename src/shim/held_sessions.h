@@ -43,12 +43,15 @@ bool is_held_fd(int fd);
 int close_untracked_while_holding(int fd);
 void commit_held_range(unsigned first, unsigned last, const char* when);
 
-// At exit and before exec: every session is committed (the program's files are complete).
+// At exit and before exec: every session is committed (the program's files are complete). At exit the
+// committer thread (the APPENDGUARD_HOLD_SECONDS limit, started at the first held close) is stopped and
+// a commit it has in flight waited for; closes after it are not held.
 void commit_all_held(const char* when);
 void commit_held_at_exit();
 // In a fork child: the parent's sessions are the parent's.
 void forget_held_after_fork_child();
-// A child process was started (fork in the parent, posix_spawn, exec in a vfork child): it holds copies
+// A child process was started (fork in the parent, posix_spawn, system, popen, exec in a vfork child;
+// hooks_exec.cpp, hooks_spawn.cpp): it holds copies
 // of the held descriptors, and its close of them (at exec for close-on-exec ones, at exit for all) is a
 // FLUSH that a write-once store takes as the end of the upload (rclone does). Sessions held before this
 // are therefore not reused: the next write open commits them and writes the file anew.

@@ -102,6 +102,8 @@ APPENDGUARD_REAL(fexecve);
 APPENDGUARD_REAL(execveat);
 APPENDGUARD_REAL(posix_spawn);
 APPENDGUARD_REAL(posix_spawnp);
+APPENDGUARD_REAL(system);  // hooks_spawn.cpp
+APPENDGUARD_REAL(popen);   // hooks_spawn.cpp
 
 }  // namespace appendguard
 

@@ -180,6 +180,42 @@ class RobustnessTest(TempDirTest):
         self.assertEqual(r["open_null"], "-1 errno=14")
         self.assertEqual(r["lseek_badfd"], "-1 errno=9")
 
+    def test_held_sessions_committed_by_the_time_limit_while_threads_reopen_them(self):
+        # APPENDGUARD_HOLD_SECONDS=1: the committer thread closes a held file nobody reopens (its number
+        # leaves /proc/self/fd), and races threads that reopen their files around the limit: each reopen
+        # either got the held descriptor or opened the committed file anew; the bytes are right either way.
+        code = ("import os, random, sys, threading, time\n"
+                "d = sys.argv[1]\n"
+                "def header(p):\n"
+                "    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)\n"
+                "    os.write(fd, b'H' * 64)\n"
+                "    os.close(fd)\n"
+                "    return fd\n"
+                "fd = header(os.path.join(d, 'alone.safetensors'))\n"
+                "end = time.monotonic() + 60\n"
+                "while os.path.exists(f'/proc/self/fd/{fd}') and time.monotonic() < end:\n"
+                "    time.sleep(0.01)\n"
+                "print('alone_committed=%d' % (not os.path.exists(f'/proc/self/fd/{fd}')))\n"
+                "def worker(i):\n"
+                "    for k in range(3):\n"
+                "        p = os.path.join(d, f'{i}-{k}.safetensors')\n"
+                "        header(p)\n"
+                "        time.sleep(random.uniform(0.9, 1.1))\n"
+                "        with open(p, 'r+b') as f:\n"
+                "            f.seek(0, os.SEEK_END)\n"
+                "            f.write(bytes([48 + i]) * 1000)\n"
+                "threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]\n"
+                "for t in threads: t.start()\n"
+                "for t in threads: t.join()\n")
+        proc = run([PYTHON, "-c", code, self.dir], APPENDGUARD_REOPEN="hold", APPENDGUARD_HOLD_SECONDS="1")
+        self.assertOk(proc)
+        self.assertEqual(results(proc.stdout)["alone_committed"], "1")
+        self.assertEqual(violations(proc.stderr), [])
+        self.assertNotIn("appendguard", proc.stderr)
+        for i in range(4):
+            for k in range(3):
+                self.assertEqual(read_bytes(self.path(f"{i}-{k}.safetensors")), b"H" * 64 + bytes([48 + i]) * 1000)
+
 
 if __name__ == "__main__":
     unittest.main()

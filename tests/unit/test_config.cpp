@@ -158,3 +158,14 @@ TEST_CASE("preallocation and whole-mount guarding") {
       "appendguard: invalid APPENDGUARD_FS='fuse rclone': an item with a space (items are "
       "separated by commas); accepted: known (the default"));
 }
+
+TEST_CASE("the time limit of held sessions") {
+  CHECK(parse({{"APPENDGUARD", "1"}}).config.hold_seconds == 60);
+  CHECK(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_HOLD_SECONDS", "0"}}).config.hold_seconds == 0);
+  CHECK(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_HOLD_SECONDS", "5"}}).config.hold_seconds == 5);
+  for (const char* bad : {"-1", "1.5", "86401", "", "10s"}) {
+    ConfigResult r = parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_HOLD_SECONDS", bad}});
+    CHECK(r.error == std::string("appendguard: invalid APPENDGUARD_HOLD_SECONDS='") + bad +
+                         "': accepted: a whole number of seconds from 0 (no limit) to 86400");
+  }
+}

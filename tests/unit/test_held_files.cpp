@@ -107,3 +107,25 @@ TEST_CASE("what the program's close and the next open do to a session") {
   // A child started since the session was held may have ended it (its close is a FLUSH): not reused.
   CHECK(on_open_of_held(s, O_RDWR, 3) == HeldOpen::kCommitThenOpen);
 }
+
+TEST_CASE("the time limit takes sessions held at least that long, oldest first; 0 is no limit") {
+  HeldSet set;
+  HeldSession evicted, out;
+  HeldSession a = session(10, 1), b = session(11, 2);
+  a.held_at = 1000;
+  b.held_at = 1500;
+  set.add(a, evicted);
+  set.add(b, evicted);
+  CHECK(set.next_deadline(0) == 0);
+  CHECK_FALSE(set.take_expired(99999, 0, out));
+  CHECK(set.next_deadline(100) == 1100);
+  CHECK_FALSE(set.take_expired(1099, 100, out));
+  REQUIRE(set.take_expired(1100, 100, out));
+  CHECK(out.fd == 10);
+  CHECK(set.next_deadline(100) == 1600);
+  CHECK_FALSE(set.take_expired(1599, 100, out));
+  REQUIRE(set.take_expired(5000, 100, out));
+  CHECK(out.fd == 11);
+  CHECK(set.next_deadline(100) == 0);
+  CHECK_FALSE(set.take_expired(5000, 100, out));
+}

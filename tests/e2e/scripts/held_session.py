@@ -9,6 +9,12 @@ usage: held_session.py MODE PATH [TENSORS [SIZE [PAUSE]]]
   spawn    between the two sessions, runs a child (subprocess, close_fds=False) that prints what its
            descriptors refer to: child_files=A|B|...
   fork     between the two sessions, forks a child that exits at once
+  subprocess  between the two sessions, subprocess.run(["true"]) with its defaults (vfork and exec in
+           Python 3.11's _posixsubprocess)
+  system   between the two sessions, runs os.system("true") (glibc's own spawn)
+  popen    between the two sessions, runs a child through popen(3) (ctypes; os.popen is subprocess)
+  wait     between the two sessions, prints "held" and waits for a line on stdin (the time-limit test
+           reads the store meanwhile)
   exec     after the header's close, execs a Python child that checks the held number is not open in it and
            that the header reached the store; the child finishes the file with "ab"
 """
@@ -91,6 +97,21 @@ def main():
         child = subprocess.run([sys.executable, __file__, "list-fds", path], close_fds=False, stdout=subprocess.PIPE,
                                text=True, check=True)
         print(f"child_files={child.stdout.strip()}")
+    elif mode == "subprocess":
+        print(f"subprocess={subprocess.run(['true']).returncode}")
+    elif mode == "system":
+        print(f"system={os.system('true')}")
+    elif mode == "popen":
+        import ctypes
+        libc = ctypes.CDLL(None)
+        libc.popen.restype = ctypes.c_void_p
+        libc.popen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+        libc.pclose.argtypes = [ctypes.c_void_p]
+        stream = libc.popen(b"true", b"r")
+        print(f"pclose={libc.pclose(stream)}")
+    elif mode == "wait":
+        print("held", flush=True)
+        sys.stdin.readline()
     elif mode == "fork":
         pid = os.fork()
         if pid == 0:
