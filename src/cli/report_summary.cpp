@@ -1,5 +1,9 @@
 #include "cli/report_summary.h"
 
+#include <optional>
+
+#include "cli/json_value.h"
+
 namespace appendguard {
 namespace {
 
@@ -90,6 +94,93 @@ std::string call_site_of(std::string_view block) {
   return native;
 }
 
+namespace {
+
+// What grouping needs of one report, from either format.
+struct ReportFacts {
+  std::string operation;
+  std::string path;
+  std::string shown_path;
+  std::string first_line;
+  bool fixed_by_enforce = false;
+  std::string site;
+  std::string why;
+  std::string rank;
+};
+
+void add_report(ReportFacts facts, std::vector<ViolationGroup>& groups, std::string_view log_name) {
+  ViolationGroup* group = nullptr;
+  for (ViolationGroup& g : groups) {
+    if (g.operation == facts.operation &&
+        (facts.site.empty() ? g.site.empty() && g.path == facts.path : g.site == facts.site)) {
+      group = &g;
+    }
+  }
+  if (!group) {
+    ViolationGroup g;
+    g.operation = facts.operation;
+    g.path = facts.path;
+    g.shown_path = std::move(facts.shown_path);
+    g.first_line = std::move(facts.first_line);
+    g.fixed_by_enforce = facts.fixed_by_enforce;
+    g.site = std::move(facts.site);
+    g.first_log = std::string(log_name);
+    g.why = std::move(facts.why);
+    groups.push_back(std::move(g));
+    group = &groups.back();
+  }
+  ++group->count;
+  bool seen_path = false;
+  for (const std::string& p : group->paths_seen) seen_path = seen_path || p == facts.path;
+  if (!seen_path) {
+    group->paths_seen.push_back(facts.path);
+    ++group->files;
+  }
+  if (!facts.rank.empty()) {
+    bool seen = false;
+    for (const std::string& r : group->ranks) seen = seen || r == facts.rank;
+    if (!seen) group->ranks.push_back(facts.rank);
+  }
+}
+
+// The lines of a JSON array of strings, indented as in the text format, under `heading`.
+void add_stack_lines(const JsonValue* frames, std::string_view heading, std::string& block) {
+  if (!frames || frames->kind != JsonValue::Kind::kArray) return;
+  block += heading;
+  block += '\n';
+  for (const JsonValue& frame : frames->items) block += "    " + frame.text + "\n";
+}
+
+// A `{"type":"violation",...}` line (APPENDGUARD_FORMAT=json, docs/reference.md), or nullopt.
+std::optional<ReportFacts> facts_of_json(std::string_view line) {
+  std::optional<JsonValue> report = parse_json(line);
+  if (!report || report->kind != JsonValue::Kind::kObject || report->text_of("type") != "violation") {
+    return std::nullopt;
+  }
+  const JsonValue* path = report->find("path");
+  if (!path || path->kind != JsonValue::Kind::kString) return std::nullopt;
+  ReportFacts facts;
+  facts.operation = report->text_of("operation");
+  facts.path = path->text;
+  facts.shown_path = path->raw;  // JSON-escaped, between quotes: safe to print
+  facts.fixed_by_enforce = report->text_of("finding") == "fixed by enforce mode";
+  facts.why = report->text_of("why");
+  facts.rank = report->text_of("rank");
+  // The site is chosen as in a text report, from the same frame lines.
+  std::string block;
+  add_stack_lines(report->find("python_stack"), "  python stack (most recent call first):", block);
+  add_stack_lines(report->find("native_stack"), "  native stack:", block);
+  facts.site = call_site_of(block);
+  std::string errno_name = report->text_of("errno");
+  facts.first_line = std::string(kPrefix) + facts.operation + " " + facts.shown_path +
+                     " fd=" + report->text_of("fd") + ": " + report->text_of("outcome") +
+                     (errno_name.empty() ? "" : " (" + errno_name + ")") + "; pid " + report->text_of("pid") +
+                     " rank " + facts.rank + " host " + report->text_of("host");
+  return facts;
+}
+
+}  // namespace
+
 void collect_violations(std::string_view log, std::vector<ViolationGroup>& groups,
                         std::string_view log_name) {
   size_t at = 0;
@@ -97,6 +188,11 @@ void collect_violations(std::string_view log, std::vector<ViolationGroup>& group
     size_t end = log.find('\n', at);
     std::string_view line = log.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at);
     at = end == std::string_view::npos ? log.size() : end + 1;
+    if (line.starts_with('{')) {
+      if (std::optional<ReportFacts> facts = facts_of_json(line))
+        add_report(std::move(*facts), groups, log_name);
+      continue;
+    }
     if (line.substr(0, kPrefix.size()) != kPrefix) continue;
     std::string_view rest = line.substr(kPrefix.size());
     size_t space = rest.find(' ');
@@ -110,45 +206,22 @@ void collect_violations(std::string_view log, std::vector<ViolationGroup>& group
       at = next == std::string_view::npos ? log.size() : next + 1;
     }
     std::string_view block = log.substr(block_start, at - block_start);
-    std::string operation(rest.substr(0, space));
-    std::string site = call_site_of(block);
-    ViolationGroup* group = nullptr;
-    for (ViolationGroup& g : groups) {
-      if (g.operation == operation && (site.empty() ? g.site.empty() && g.path == path : g.site == site)) {
-        group = &g;
-      }
+    ReportFacts facts;
+    facts.operation = std::string(rest.substr(0, space));
+    facts.path = std::move(path);
+    facts.shown_path = std::string(rest.substr(space + 1, used));
+    facts.first_line = std::string(line);
+    facts.fixed_by_enforce = line.find("; fixed by enforce mode") != std::string_view::npos;
+    facts.site = call_site_of(block);
+    size_t why = block.find(kWhy);
+    if (why != std::string_view::npos && (why == 0 || block[why - 1] == '\n')) {
+      size_t why_end = block.find('\n', why);
+      facts.why = std::string(block.substr(why + kWhy.size(), why_end == std::string_view::npos
+                                                                  ? std::string_view::npos
+                                                                  : why_end - why - kWhy.size()));
     }
-    if (!group) {
-      ViolationGroup g;
-      g.operation = operation;
-      g.path = path;
-      g.shown_path = std::string(rest.substr(space + 1, used));
-      g.first_line = std::string(line);
-      g.fixed_by_enforce = line.find("; fixed by enforce mode") != std::string_view::npos;
-      g.site = site;
-      g.first_log = std::string(log_name);
-      size_t why = block.find(kWhy);
-      if (why != std::string_view::npos && (why == 0 || block[why - 1] == '\n')) {
-        size_t why_end = block.find('\n', why);
-        g.why = std::string(block.substr(why + kWhy.size(), why_end == std::string_view::npos
-                                                                ? std::string_view::npos
-                                                                : why_end - why - kWhy.size()));
-      }
-      groups.push_back(std::move(g));
-      group = &groups.back();
-    }
-    ++group->count;
-    bool seen_path = false;
-    for (const std::string& p : group->paths_seen) seen_path = seen_path || p == path;
-    if (!seen_path) {
-      group->paths_seen.push_back(path);
-      ++group->files;
-    }
-    if (std::string rank = rank_of(line); !rank.empty()) {
-      bool seen = false;
-      for (const std::string& r : group->ranks) seen = seen || r == rank;
-      if (!seen) group->ranks.push_back(rank);
-    }
+    facts.rank = rank_of(line);
+    add_report(std::move(facts), groups, log_name);
   }
 }
 

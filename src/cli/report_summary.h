@@ -1,5 +1,6 @@
-// `appendguard report LOG...`: violations in report logs, grouped by call site across ranks (one bug in 64
-// ranks is one group), else by operation and file when a report has no stack. Pure.
+// `appendguard report LOG...`: violations in report logs (text or APPENDGUARD_FORMAT=json lines), grouped by
+// call site across ranks (one bug in 64 ranks is one group), else by operation and file when a report has no
+// stack. Pure.
 #pragma once
 
 #include <string>

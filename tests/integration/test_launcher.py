@@ -96,6 +96,23 @@ class LauncherTest(TempDirTest):
         self.assertEqual(proc.returncode, 2)
         self.assertEqual(len(proc.stderr.splitlines()), 1)
 
+    def test_report_groups_text_and_json_logs_together(self):
+        logs = []
+        for rank, form in enumerate(("text", "json")):
+            log = self.path(f"audit-{rank}.log")
+            proc = launch("run", "--audit", "--log", log, "--", program("probe"), "backward",
+                          self.path(f"r{rank}.safetensors"), RANK=str(rank), APPENDGUARD_FORMAT=form)
+            self.assertOk(proc)
+            logs.append(log)
+        with open(logs[1]) as f:
+            self.assertTrue(f.readline().startswith("{"))  # the second log really is JSON
+        proc = launch("report", "--json", *logs)
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        report = json.loads(proc.stdout)
+        self.assertEqual((report["violations"], report["fixed_by_enforce"], len(report["groups"])), (2, 2, 2))
+        self.assertEqual([g["ranks"] for g in report["groups"]], [["0", "1"], ["0", "1"]])
+        self.assertEqual([g["files"] for g in report["groups"]], [2, 2])
+
     def test_doctor(self):
         proc = launch("doctor", program("probe"))
         self.assertOk(proc)

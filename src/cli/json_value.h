@@ -1,0 +1,31 @@
+// A reader for the JSON objects the library writes (APPENDGUARD_FORMAT=json, one per line): objects,
+// arrays, strings, numbers, true, false, null. Pure; used by `appendguard report`.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace appendguard {
+
+struct JsonValue {
+  enum class Kind { kNull, kBool, kNumber, kString, kArray, kObject } kind = Kind::kNull;
+  std::string text;  // a string's decoded bytes; a number's or a boolean's literal
+  std::string raw;   // the value as written in the input (for a string: with its quotes and escapes)
+  std::vector<JsonValue> items;
+  std::vector<std::pair<std::string, JsonValue>> members;
+
+  // The member `name` of an object, or nullptr.
+  const JsonValue* find(std::string_view name) const;
+  // The member `name` when it is a string or a number, else "".
+  std::string text_of(std::string_view name) const;
+};
+
+// The value that is the whole of `text` (surrounding white space allowed), or nullopt when `text` is
+// not one JSON value. Escapes \uXXXX below 0x100 become that byte (the library writes a path's bytes
+// as they are and escapes only control characters); above, UTF-8.
+std::optional<JsonValue> parse_json(std::string_view text);
+
+}  // namespace appendguard
