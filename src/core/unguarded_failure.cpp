@@ -1,0 +1,94 @@
+#include "core/unguarded_failure.h"
+
+#include <cerrno>
+#include <cstdio>
+
+#include "core/errno_names.h"
+
+namespace appendguard {
+
+bool is_store_refusal(int error) {
+  return error == EOPNOTSUPP || error == ENOSYS || error == EPERM || error == ESPIPE || error == EINVAL ||
+         error == EBADF;
+}
+
+bool is_fuse_type(std::string_view mount_type) {
+  return mount_type == "fuse" || mount_type == "fuseblk" || mount_type.starts_with("fuse.");
+}
+
+size_t format_unguarded_failure(const UnguardedFailure& f, char* out, size_t capacity) {
+  if (capacity == 0) return 0;
+  const int path_length = static_cast<int>(f.path.size());
+  const int type_length = static_cast<int>(f.mount_type.size());
+  const int point_length = static_cast<int>(f.mount_point.size());
+  const std::string_view paths = f.paths.empty() ? std::string_view("*.safetensors") : f.paths;
+  const int paths_length = static_cast<int>(paths.size());
+  const std::string_view point = f.mount_point == "/" ? std::string_view() : f.mount_point;
+  int n = 0;
+  if (f.why == UnguardedWhy::kNotSelected) {
+    n = std::snprintf(out, capacity,
+                      "appendguard: %s of %.*s failed with %s on %.*s mount %.*s, and appendguard did not "
+                      "guard it: no pattern of APPENDGUARD_PATHS='%.*s' matches it and the mount is not "
+                      "among APPENDGUARD_FS's stores; APPENDGUARD_PATHS='%.*s:%.*s/**' or "
+                      "APPENDGUARD_FS=%.*s would guard it",
+                      f.call, path_length, f.path.data(), linux_errno_name(f.error), type_length,
+                      f.mount_type.data(), point_length, f.mount_point.data(), paths_length, paths.data(),
+                      paths_length, paths.data(), static_cast<int>(point.size()), point.data(), type_length,
+                      f.mount_type.data());
+  } else {
+    n = std::snprintf(out, capacity,
+                      "appendguard: %s of %.*s failed with %s on %.*s mount %.*s: the mount is guarded, but "
+                      "this descriptor was not opened through appendguard (inherited from a process "
+                      "without it, or opened before it loaded); start the job with appendguard run or "
+                      "APPENDGUARD=1 in its environment",
+                      f.call, path_length, f.path.data(), linux_errno_name(f.error), type_length,
+                      f.mount_type.data(), point_length, f.mount_point.data());
+  }
+  if (n < 0) {
+    out[0] = '\0';
+    return 0;
+  }
+  return static_cast<size_t>(n) < capacity ? static_cast<size_t>(n) : capacity - 1;
+}
+
+bool ToldFiles::first_time(uint64_t key) {
+  if (key == 0) key = 1;  // 0 marks a free slot
+  for (std::atomic<uint64_t>& slot : keys_) {
+    uint64_t seen = slot.load(std::memory_order_acquire);
+    if (seen == key) return false;
+    if (seen == 0) {
+      uint64_t expected = 0;
+      if (slot.compare_exchange_strong(expected, key, std::memory_order_acq_rel)) return true;
+      if (expected == key) return false;
+    }
+  }
+  return false;
+}
+
+namespace {
+
+// FNV-1a: only equality of keys matters.
+constexpr uint64_t kFnvBasis = 14695981039346656037ull;
+constexpr uint64_t kFnvPrime = 1099511628211ull;
+
+uint64_t add_byte(uint64_t hash, unsigned char byte) {
+  return (hash ^ byte) * kFnvPrime;
+}
+
+}  // namespace
+
+uint64_t file_key(dev_t device, ino_t inode) {
+  uint64_t hash = kFnvBasis;
+  for (uint64_t part : {static_cast<uint64_t>(device), static_cast<uint64_t>(inode)}) {
+    for (int i = 0; i < 8; ++i) hash = add_byte(hash, static_cast<unsigned char>(part >> (i * 8)));
+  }
+  return hash;
+}
+
+uint64_t path_key(std::string_view path) {
+  uint64_t hash = kFnvBasis;
+  for (char c : path) hash = add_byte(hash, static_cast<unsigned char>(c));
+  return hash;
+}
+
+}  // namespace appendguard

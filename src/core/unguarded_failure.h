@@ -1,0 +1,57 @@
+// A call on a file the library does not guard failed on a FUSE mount with a store's typical refusal
+// (issue 10, "failures the library did not cause"): one notice per file that says so, why the file was
+// not guarded and the setting that would guard it. Pure: the hooks give the facts, this builds the text
+// and remembers which files were told, in fixed storage (the notice may come from any thread, even a
+// signal handler: nothing here allocates).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace appendguard {
+
+// EOPNOTSUPP, ENOSYS, EPERM, ESPIPE, EINVAL, EBADF: what append-only and write-once stores answer.
+bool is_store_refusal(int error);
+
+// "fuse", "fuseblk", "fuse.rclone"...
+bool is_fuse_type(std::string_view mount_type);
+
+enum class UnguardedWhy {
+  kNotSelected,   // no pattern matches the file and its mount is not among APPENDGUARD_FS's stores
+  kNotThroughUs,  // the mount is guarded, but this descriptor was not opened through the library
+};
+
+struct UnguardedFailure {
+  const char* call = "";  // "write", "openat"...
+  std::string_view path;  // absolute
+  int error = 0;
+  std::string_view mount_type;
+  std::string_view mount_point;
+  std::string_view paths;  // APPENDGUARD_PATHS as set ("" when unset: the default)
+  UnguardedWhy why = UnguardedWhy::kNotSelected;
+};
+
+// The notice, without a trailing newline, into `out` (truncated to `capacity`, always terminated).
+// Returns its length.
+size_t format_unguarded_failure(const UnguardedFailure& f, char* out, size_t capacity);
+
+// The files already told about (device and inode, or a hash of the path for a file that does not
+// exist): at most kCapacity, then nothing more is said (the first notices are the useful ones).
+class ToldFiles {
+ public:
+  static constexpr size_t kCapacity = 64;
+  // True the first time `key` is seen (and while there is room), false after.
+  bool first_time(uint64_t key);
+
+ private:
+  std::atomic<uint64_t> keys_[kCapacity] = {};
+};
+
+uint64_t file_key(dev_t device, ino_t inode);
+uint64_t path_key(std::string_view path);
+
+}  // namespace appendguard
