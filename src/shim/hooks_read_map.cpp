@@ -57,19 +57,22 @@ ssize_t guarded::preadv64v2(int fd, const iovec* iov, int iovcnt, off64_t offset
 namespace {
 
 template <typename Real>
-void* map_and_note(int fd, int prot, int flags, Real&& real) {
+void* map_and_note(const char* operation, int fd, int prot, int flags, Real&& real) {
   Description* d = tracked_description(fd);
   void* result = real();
-  if (d) keep_errno([&](int error) { note_mmap(fd, d, prot, flags, result == MAP_FAILED, error); });
+  if (d)
+    keep_errno([&](int error) { note_mmap(operation, fd, d, prot, flags, result == MAP_FAILED, error); });
   return result;
 }
 
 }  // namespace
 
 void* guarded::mmap(void* addr, size_t length, int prot, int flags, int fd, off_t offset) {
-  return map_and_note(fd, prot, flags, [&] { return real_mmap(addr, length, prot, flags, fd, offset); });
+  return map_and_note("mmap", fd, prot, flags,
+                      [&] { return real_mmap(addr, length, prot, flags, fd, offset); });
 }
 
 void* guarded::mmap64(void* addr, size_t length, int prot, int flags, int fd, off64_t offset) {
-  return map_and_note(fd, prot, flags, [&] { return real_mmap64(addr, length, prot, flags, fd, offset); });
+  return map_and_note("mmap64", fd, prot, flags,
+                      [&] { return real_mmap64(addr, length, prot, flags, fd, offset); });
 }

@@ -21,6 +21,21 @@ int truncate_hook(const char* operation, const char* path, off64_t length, Real&
   return guarded_truncate(operation, full_path, length, real);
 }
 
+template <typename Stat, typename Real>
+int stat_and_note(const char* operation, int fd, Stat* st, Real&& real) {
+  int result = real();
+  if (InternalScope::active()) return result;
+  if (result == 0) st->st_size = size_seen_by_program(fd, st->st_size);
+  Description* d = tracing() ? tracked_description(fd) : nullptr;
+  if (d) {
+    keep_errno([&](int error) {
+      trace(operation, fd, d->path, result, error, "size=%lld",
+            result == 0 ? static_cast<long long>(st->st_size) : -1LL);
+    });
+  }
+  return result;
+}
+
 }  // namespace
 
 int guarded::ftruncate(int fd, off_t length) {
@@ -38,27 +53,19 @@ int guarded::ftruncate64(int fd, off64_t length) {
 
 // fstat of a file whose preallocation was deferred reports the size the program was promised.
 int guarded::fstat(int fd, struct stat* st) {
-  int result = real_fstat(fd, st);
-  if (result == 0 && !InternalScope::active()) st->st_size = size_seen_by_program(fd, st->st_size);
-  return result;
+  return stat_and_note("fstat", fd, st, [&] { return real_fstat(fd, st); });
 }
 
 int guarded::fstat64(int fd, struct stat64* st) {
-  int result = real_fstat64(fd, st);
-  if (result == 0 && !InternalScope::active()) st->st_size = size_seen_by_program(fd, st->st_size);
-  return result;
+  return stat_and_note("fstat64", fd, st, [&] { return real_fstat64(fd, st); });
 }
 
 int guarded::__fxstat(int version, int fd, struct stat* st) {
-  int result = real___fxstat(version, fd, st);
-  if (result == 0 && !InternalScope::active()) st->st_size = size_seen_by_program(fd, st->st_size);
-  return result;
+  return stat_and_note("__fxstat", fd, st, [&] { return real___fxstat(version, fd, st); });
 }
 
 int guarded::__fxstat64(int version, int fd, struct stat64* st) {
-  int result = real___fxstat64(version, fd, st);
-  if (result == 0 && !InternalScope::active()) st->st_size = size_seen_by_program(fd, st->st_size);
-  return result;
+  return stat_and_note("__fxstat64", fd, st, [&] { return real___fxstat64(version, fd, st); });
 }
 
 APPENDGUARD_HOOK int truncate(const char* path, off_t length) {
