@@ -206,8 +206,8 @@ static void send_descriptor(int socket, int fd) {
   char data = 'x';
   struct iovec part = {&data, 1};
   char control[CMSG_SPACE(sizeof(int))];
-  struct msghdr message = {.msg_iov = &part, .msg_iovlen = 1, .msg_control = control,
-                           .msg_controllen = sizeof control};
+  struct msghdr message = {
+      .msg_iov = &part, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
   struct cmsghdr* header = CMSG_FIRSTHDR(&message);
   header->cmsg_level = SOL_SOCKET;
   header->cmsg_type = SCM_RIGHTS;
@@ -223,8 +223,9 @@ static void receives(int fd) {
     char data;
     struct iovec part = {&data, 1};
     char control[CMSG_SPACE(sizeof(int))];
-    struct mmsghdr messages = {.msg_hdr = {.msg_iov = &part, .msg_iovlen = 1, .msg_control = control,
-                                           .msg_controllen = sizeof control}};
+    struct mmsghdr messages = {
+        .msg_hdr = {
+            .msg_iov = &part, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control}};
     send_descriptor(pair[0], fd);
     int got = i == 0 ? (int)recvmsg(pair[1], &messages.msg_hdr, 0) : recvmmsg(pair[1], &messages, 1, 0, NULL);
     if (got >= 0 && messages.msg_hdr.msg_controllen > 0) {
