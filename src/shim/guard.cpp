@@ -409,7 +409,7 @@ bool adopt_if_guarded(int fd, const char* function, const CarriedFd* carried, si
   return g_files.track(fd, open_record) != nullptr;
 }
 
-void adopt_received_descriptors(const msghdr* message) {
+void adopt_received_descriptors(const char* operation, const msghdr* message) {
   if (!owns_file_table()) return;
   for (const cmsghdr* c = CMSG_FIRSTHDR(message); c;
        c = CMSG_NXTHDR(const_cast<msghdr*>(message), const_cast<cmsghdr*>(c))) {
@@ -421,7 +421,7 @@ void adopt_received_descriptors(const msghdr* message) {
       std::memcpy(&fd, data + i * sizeof(int), sizeof fd);
       forget_if_stale(fd);
       if (adopt_if_guarded(fd, "recvmsg (SCM_RIGHTS)", nullptr, 0) && tracing()) {
-        trace("recvmsg", fd, g_files.lookup(fd)->path, fd, 0, "%s", "descriptor received (SCM_RIGHTS)");
+        trace(operation, fd, g_files.lookup(fd)->path, fd, 0, "%s", "descriptor received (SCM_RIGHTS)");
       }
     }
   }
@@ -772,11 +772,11 @@ void note_read(const char* operation, int fd, Description* d, bool moves_positio
   if (tracing()) trace(operation, fd, d->path, result, error, "%s", "");
 }
 
-void note_mmap(int fd, Description* d, int prot, int flags, bool failed, int error) {
+void note_mmap(const char* operation, int fd, Description* d, int prot, int flags, bool failed, int error) {
   bool shared_writable = (prot & PROT_WRITE) && (flags & MAP_TYPE) != MAP_PRIVATE;
   if (shared_writable &&
       !(__atomic_fetch_or(&d->reported_once, kMapReported, __ATOMIC_RELAXED) & kMapReported)) {
-    Violation v = violation_on("mmap", fd, d, d->file->end_of_file,
+    Violation v = violation_on(operation, fd, d, d->file->end_of_file,
                                "a shared writable mapping writes anywhere in the file; an append-only mount "
                                "refuses it");
     v.outcome = g_config->mode == Mode::kAudit ? Outcome::kAuditOnly
@@ -786,7 +786,7 @@ void note_mmap(int fd, Description* d, int prot, int flags, bool failed, int err
     InternalScope internal;
     report_violation(v);
   }
-  if (tracing()) trace("mmap", fd, d->path, failed ? -1 : 0, error, "prot=%d flags=%#x", prot, flags);
+  if (tracing()) trace(operation, fd, d->path, failed ? -1 : 0, error, "prot=%d flags=%#x", prot, flags);
 }
 
 // ---------------------------------------------------------------- tracing

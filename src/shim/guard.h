@@ -51,7 +51,7 @@ int open_as_decided(const OpenRequest& request, OpenDecision& decision, Call&& c
 // (core/carried_fds.h): with what that record says the program asked for, else with what the kernel
 // shows. Returns true if it was adopted.
 bool adopt_if_guarded(int fd, const char* function, const CarriedFd* carried, size_t carried_count);
-void adopt_received_descriptors(const msghdr* message);
+void adopt_received_descriptors(const char* operation, const msghdr* message);
 
 // ---------------------------------------------------------------- violations
 // A violation on `fd` (tracked as `d`) with no byte count and no offset; callers add what applies.
@@ -116,7 +116,7 @@ template <typename Perform>
 int guarded_truncate(const char* operation, const char* full_path, off64_t length, Perform&& perform);
 
 void note_read(const char* operation, int fd, Description* d, bool moves_position, ssize_t result, int error);
-void note_mmap(int fd, Description* d, int prot, int flags, bool failed, int error);
+void note_mmap(const char* operation, int fd, Description* d, int prot, int flags, bool failed, int error);
 
 inline bool tracing() {
   return g_config->trace;

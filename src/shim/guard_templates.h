@@ -279,7 +279,12 @@ APPENDGUARD_SLOW_PATH int guarded_truncate(const char* operation, const char* fu
   uint64_t end = static_cast<uint64_t>(st.st_size);
   g_files.end_of_file_of(st.st_dev, st.st_ino, end);  // an open file may know more than stat says
   bool is_noop = truncate_is_noop(end, length);
-  if (is_noop && g_config->mode == Mode::kEnforce) return 0;
+  if (is_noop && g_config->mode == Mode::kEnforce) {
+    if (tracing())
+      trace(operation, -1, full_path, 0, 0, "length=%lld (no change: not sent)",
+            static_cast<long long>(length));
+    return 0;
+  }
   if (!is_noop) {
     Violation v;
     v.operation = operation;

@@ -7,19 +7,9 @@
 #include "shim/real_io.h"
 #include "shim/runtime.h"
 
-// Hooks are the library's only exported symbols (see exports.map).
+// Hooks are the library's only exported symbols (the rows of interposed.def; exports.map in the build
+// tree is generated from it).
 #define APPENDGUARD_HOOK extern "C" __attribute__((visibility("default")))
-
-// A hook on a descriptor: the untracked path tests one table slot and tail-calls libc; everything else is
-// in `guarded_NAME`, a separate out-of-line function with the same parameters, written after the macro:
-//   APPENDGUARD_FD_HOOK(ssize_t, write, fd, (int fd, const void* buf, size_t n), (fd, buf, n)) { ... }
-#define APPENDGUARD_FD_HOOK(ret, name, fd, params, args)                                            \
-  static __attribute__((noinline)) ret guarded_##name params;                                       \
-  APPENDGUARD_HOOK ret name params {                                                                \
-    if (__builtin_expect(::appendguard::g_files.lookup(fd) == nullptr, 1)) return real_##name args; \
-    return guarded_##name args;                                                                     \
-  }                                                                                                 \
-  static ret guarded_##name params
 
 namespace appendguard {
 

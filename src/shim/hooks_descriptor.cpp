@@ -3,18 +3,19 @@
 #include <stdarg.h>
 #include <stdint.h>
 
+#include "shim/guarded.h"
 #include "shim/held_sessions.h"
 #include "shim/hook.h"
 
 using namespace appendguard;
 
-APPENDGUARD_FD_HOOK(off_t, lseek, fd, (int fd, off_t offset, int whence), (fd, offset, whence)) {
+off_t guarded::lseek(int fd, off_t offset, int whence) {
   Description* d = tracked_description(fd);
   if (!d) return real_lseek(fd, offset, whence);
   return guarded_seek("lseek", fd, d, offset, whence, [&] { return real_lseek(fd, offset, whence); });
 }
 
-APPENDGUARD_FD_HOOK(off64_t, lseek64, fd, (int fd, off64_t offset, int whence), (fd, offset, whence)) {
+off64_t guarded::lseek64(int fd, off64_t offset, int whence) {
   Description* d = tracked_description(fd);
   if (!d) return real_lseek64(fd, offset, whence);
   return guarded_seek("lseek64", fd, d, offset, whence, [&] { return real_lseek64(fd, offset, whence); });
@@ -41,7 +42,7 @@ void note_sync(Description* d) {
 
 // fsync and fdatasync are passed through; on guarded files the trace shows them, since FUSE mounts report
 // flush errors there.
-APPENDGUARD_FD_HOOK(int, fsync, fd, (int fd), (fd)) {
+int guarded::fsync(int fd) {
   Description* d = tracked_description(fd);
   if (d) note_sync(d);
   int result = real_fsync(fd);
@@ -49,7 +50,7 @@ APPENDGUARD_FD_HOOK(int, fsync, fd, (int fd), (fd)) {
   return result;
 }
 
-APPENDGUARD_FD_HOOK(int, fdatasync, fd, (int fd), (fd)) {
+int guarded::fdatasync(int fd) {
   Description* d = tracked_description(fd);
   if (d) note_sync(d);
   int result = real_fdatasync(fd);

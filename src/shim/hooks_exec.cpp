@@ -2,7 +2,7 @@
 // stay open across exec are described in one environment variable (core/carried_fds.h) that the
 // library reads back in the new program, so that a descriptor whose O_RDWR we rewrote into an append
 // keeps what the program asked for and where it was. Nothing happens when no descriptor is tracked.
-// Not covered: system() and popen(), which spawn with glibc's internal calls (docs/limits.md).
+// system() and popen() spawn with glibc's internal calls: they carry nothing (hooks_spawn.cpp).
 #include <stdarg.h>
 
 #include <cstring>
@@ -48,7 +48,7 @@ bool is_carrier(const char* entry) {
 
 // Calls `exec(envp)` with the carrier variable added to `envp` (replacing one already there).
 template <typename Exec>
-int exec_carrying(char* const* envp, Exec&& exec, bool spawns = false) {
+int exec_carrying(const char* operation, char* const* envp, Exec&& exec, bool spawns = false) {
   // This program is replaced: its held sessions are committed now, with their errors said (the kernel's
   // close-on-exec would commit them silently). A spawn leaves them held.
   // A spawned child (posix_spawn here, or this exec in a vfork child, which shares our memory) closes
@@ -75,7 +75,18 @@ int exec_carrying(char* const* envp, Exec&& exec, bool spawns = false) {
   }
   carried_envp[n++] = carrier;
   carried_envp[n] = nullptr;
-  return exec(carried_envp);
+  int result = exec(carried_envp);
+  // Only a failed exec or a spawn returns here; the new program's trace shows what it adopted.
+  if (tracing()) {
+    keep_errno([&](int error) {
+      for (size_t i = 0; i < count; ++i) {
+        const Description* d = g_files.lookup(fds[i].fd);
+        trace(operation, fds[i].fd, d ? d->path : "", spawns && result != 0 ? -1 : result,
+              spawns ? result : error, "%s", "carried to the new program");
+      }
+    });
+  }
+  return result;
 }
 
 // execl and friends: the variable arguments as an argv array on the stack.
@@ -102,56 +113,59 @@ int exec_carrying(char* const* envp, Exec&& exec, bool spawns = false) {
 }  // namespace
 
 APPENDGUARD_HOOK int execve(const char* path, char* const argv[], char* const envp[]) {
-  return exec_carrying(envp, [&](char* const* e) { return real_execve(path, argv, e); });
+  return exec_carrying("execve", envp, [&](char* const* e) { return real_execve(path, argv, e); });
 }
 
 APPENDGUARD_HOOK int execv(const char* path, char* const argv[]) {
-  return exec_carrying(environ, [&](char* const* e) { return real_execve(path, argv, e); });
+  return exec_carrying("execv", environ, [&](char* const* e) { return real_execve(path, argv, e); });
 }
 
 APPENDGUARD_HOOK int execvpe(const char* file, char* const argv[], char* const envp[]) {
-  return exec_carrying(envp, [&](char* const* e) { return real_execvpe(file, argv, e); });
+  return exec_carrying("execvpe", envp, [&](char* const* e) { return real_execvpe(file, argv, e); });
 }
 
 APPENDGUARD_HOOK int execvp(const char* file, char* const argv[]) {
-  return exec_carrying(environ, [&](char* const* e) { return real_execvpe(file, argv, e); });
+  return exec_carrying("execvp", environ, [&](char* const* e) { return real_execvpe(file, argv, e); });
 }
 
 APPENDGUARD_HOOK int fexecve(int fd, char* const argv[], char* const envp[]) {
-  return exec_carrying(envp, [&](char* const* e) { return real_fexecve(fd, argv, e); });
+  return exec_carrying("fexecve", envp, [&](char* const* e) { return real_fexecve(fd, argv, e); });
 }
 
 APPENDGUARD_HOOK int execveat(int dirfd, const char* path, char* const argv[], char* const envp[],
                               int flags) {
-  return exec_carrying(envp, [&](char* const* e) { return real_execveat(dirfd, path, argv, e, flags); });
+  return exec_carrying("execveat", envp,
+                       [&](char* const* e) { return real_execveat(dirfd, path, argv, e, flags); });
 }
 
 APPENDGUARD_HOOK int execl(const char* path, const char* arg, ...) {
   APPENDGUARD_COLLECT_ARGV(arg, argv, (void)0);
-  return exec_carrying(environ, [&](char* const* e) { return real_execve(path, argv, e); });
+  return exec_carrying("execl", environ, [&](char* const* e) { return real_execve(path, argv, e); });
 }
 
 APPENDGUARD_HOOK int execlp(const char* file, const char* arg, ...) {
   APPENDGUARD_COLLECT_ARGV(arg, argv, (void)0);
-  return exec_carrying(environ, [&](char* const* e) { return real_execvpe(file, argv, e); });
+  return exec_carrying("execlp", environ, [&](char* const* e) { return real_execvpe(file, argv, e); });
 }
 
 APPENDGUARD_HOOK int execle(const char* path, const char* arg, ...) {
   char* const* envp = nullptr;
   APPENDGUARD_COLLECT_ARGV(arg, argv, envp = va_arg(args, char* const*));
-  return exec_carrying(envp, [&](char* const* e) { return real_execve(path, argv, e); });
+  return exec_carrying("execle", envp, [&](char* const* e) { return real_execve(path, argv, e); });
 }
 
 APPENDGUARD_HOOK int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* actions,
                                  const posix_spawnattr_t* attributes, char* const argv[],
                                  char* const envp[]) {
   return exec_carrying(
-      envp, [&](char* const* e) { return real_posix_spawn(pid, path, actions, attributes, argv, e); }, true);
+      "posix_spawn", envp,
+      [&](char* const* e) { return real_posix_spawn(pid, path, actions, attributes, argv, e); }, true);
 }
 
 APPENDGUARD_HOOK int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* actions,
                                   const posix_spawnattr_t* attributes, char* const argv[],
                                   char* const envp[]) {
   return exec_carrying(
-      envp, [&](char* const* e) { return real_posix_spawnp(pid, file, actions, attributes, argv, e); }, true);
+      "posix_spawnp", envp,
+      [&](char* const* e) { return real_posix_spawnp(pid, file, actions, attributes, argv, e); }, true);
 }

@@ -1,4 +1,5 @@
 // Truncation and preallocation: refused on guarded files unless they leave the size as it is.
+#include "shim/guarded.h"
 #include "shim/hook.h"
 
 using namespace appendguard;
@@ -20,15 +21,30 @@ int truncate_hook(const char* operation, const char* path, off64_t length, Real&
   return guarded_truncate(operation, full_path, length, real);
 }
 
+template <typename Stat, typename Real>
+int stat_and_note(const char* operation, int fd, Stat* st, Real&& real) {
+  int result = real();
+  if (InternalScope::active()) return result;
+  if (result == 0) st->st_size = size_seen_by_program(fd, st->st_size);
+  Description* d = tracing() ? tracked_description(fd) : nullptr;
+  if (d) {
+    keep_errno([&](int error) {
+      trace(operation, fd, d->path, result, error, "size=%lld",
+            result == 0 ? static_cast<long long>(st->st_size) : -1LL);
+    });
+  }
+  return result;
+}
+
 }  // namespace
 
-APPENDGUARD_FD_HOOK(int, ftruncate, fd, (int fd, off_t length), (fd, length)) {
+int guarded::ftruncate(int fd, off_t length) {
   Description* d = tracked_description(fd);
   if (!d) return real_ftruncate(fd, length);
   return guarded_resize("ftruncate", fd, d, truncation(length), [&] { return real_ftruncate(fd, length); });
 }
 
-APPENDGUARD_FD_HOOK(int, ftruncate64, fd, (int fd, off64_t length), (fd, length)) {
+int guarded::ftruncate64(int fd, off64_t length) {
   Description* d = tracked_description(fd);
   if (!d) return real_ftruncate64(fd, length);
   return guarded_resize("ftruncate64", fd, d, truncation(length),
@@ -36,28 +52,20 @@ APPENDGUARD_FD_HOOK(int, ftruncate64, fd, (int fd, off64_t length), (fd, length)
 }
 
 // fstat of a file whose preallocation was deferred reports the size the program was promised.
-APPENDGUARD_FD_HOOK(int, fstat, fd, (int fd, struct stat* st), (fd, st)) {
-  int result = real_fstat(fd, st);
-  if (result == 0 && !InternalScope::active()) st->st_size = size_seen_by_program(fd, st->st_size);
-  return result;
+int guarded::fstat(int fd, struct stat* st) {
+  return stat_and_note("fstat", fd, st, [&] { return real_fstat(fd, st); });
 }
 
-APPENDGUARD_FD_HOOK(int, fstat64, fd, (int fd, struct stat64* st), (fd, st)) {
-  int result = real_fstat64(fd, st);
-  if (result == 0 && !InternalScope::active()) st->st_size = size_seen_by_program(fd, st->st_size);
-  return result;
+int guarded::fstat64(int fd, struct stat64* st) {
+  return stat_and_note("fstat64", fd, st, [&] { return real_fstat64(fd, st); });
 }
 
-APPENDGUARD_FD_HOOK(int, __fxstat, fd, (int version, int fd, struct stat* st), (version, fd, st)) {
-  int result = real___fxstat(version, fd, st);
-  if (result == 0 && !InternalScope::active()) st->st_size = size_seen_by_program(fd, st->st_size);
-  return result;
+int guarded::__fxstat(int version, int fd, struct stat* st) {
+  return stat_and_note("__fxstat", fd, st, [&] { return real___fxstat(version, fd, st); });
 }
 
-APPENDGUARD_FD_HOOK(int, __fxstat64, fd, (int version, int fd, struct stat64* st), (version, fd, st)) {
-  int result = real___fxstat64(version, fd, st);
-  if (result == 0 && !InternalScope::active()) st->st_size = size_seen_by_program(fd, st->st_size);
-  return result;
+int guarded::__fxstat64(int version, int fd, struct stat64* st) {
+  return stat_and_note("__fxstat64", fd, st, [&] { return real___fxstat64(version, fd, st); });
 }
 
 APPENDGUARD_HOOK int truncate(const char* path, off_t length) {
@@ -68,31 +76,28 @@ APPENDGUARD_HOOK int truncate64(const char* path, off64_t length) {
   return truncate_hook("truncate64", path, length, [&] { return real_truncate64(path, length); });
 }
 
-APPENDGUARD_FD_HOOK(int, fallocate, fd, (int fd, int mode, off_t offset, off_t length),
-                    (fd, mode, offset, length)) {
+int guarded::fallocate(int fd, int mode, off_t offset, off_t length) {
   Description* d = tracked_description(fd);
   if (!d) return real_fallocate(fd, mode, offset, length);
   return guarded_resize("fallocate", fd, d, allocation(mode, offset, length, false),
                         [&] { return real_fallocate(fd, mode, offset, length); });
 }
 
-APPENDGUARD_FD_HOOK(int, fallocate64, fd, (int fd, int mode, off64_t offset, off64_t length),
-                    (fd, mode, offset, length)) {
+int guarded::fallocate64(int fd, int mode, off64_t offset, off64_t length) {
   Description* d = tracked_description(fd);
   if (!d) return real_fallocate64(fd, mode, offset, length);
   return guarded_resize("fallocate64", fd, d, allocation(mode, offset, length, false),
                         [&] { return real_fallocate64(fd, mode, offset, length); });
 }
 
-APPENDGUARD_FD_HOOK(int, posix_fallocate, fd, (int fd, off_t offset, off_t length), (fd, offset, length)) {
+int guarded::posix_fallocate(int fd, off_t offset, off_t length) {
   Description* d = tracked_description(fd);
   if (!d) return real_posix_fallocate(fd, offset, length);
   return guarded_resize("posix_fallocate", fd, d, allocation(0, offset, length, true),
                         [&] { return real_posix_fallocate(fd, offset, length); });
 }
 
-APPENDGUARD_FD_HOOK(int, posix_fallocate64, fd, (int fd, off64_t offset, off64_t length),
-                    (fd, offset, length)) {
+int guarded::posix_fallocate64(int fd, off64_t offset, off64_t length) {
   Description* d = tracked_description(fd);
   if (!d) return real_posix_fallocate64(fd, offset, length);
   return guarded_resize("posix_fallocate64", fd, d, allocation(0, offset, length, true),

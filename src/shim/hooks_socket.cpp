@@ -8,7 +8,7 @@ APPENDGUARD_HOOK ssize_t recvmsg(int fd, msghdr* message, int flags) {
   ssize_t result = real_recvmsg(fd, message, flags);
   if (__builtin_expect(result >= 0 && message && message->msg_controllen > 0, 0) &&
       current_mode() != Mode::kOff) {
-    keep_errno([&](int) { adopt_received_descriptors(message); });
+    keep_errno([&](int) { adopt_received_descriptors("recvmsg", message); });
   }
   return result;
 }
@@ -18,7 +18,8 @@ APPENDGUARD_HOOK int recvmmsg(int fd, mmsghdr* messages, unsigned int count, int
   if (__builtin_expect(result > 0, 0) && current_mode() != Mode::kOff) {
     keep_errno([&](int) {
       for (int i = 0; i < result; ++i) {
-        if (messages[i].msg_hdr.msg_controllen > 0) adopt_received_descriptors(&messages[i].msg_hdr);
+        if (messages[i].msg_hdr.msg_controllen > 0)
+          adopt_received_descriptors("recvmmsg", &messages[i].msg_hdr);
       }
     });
   }

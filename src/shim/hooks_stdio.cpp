@@ -183,12 +183,18 @@ int guarded_vdprintf(const char* operation, int fd, Description* d, const char* 
 // one. Cookie streams close through our own callback.
 APPENDGUARD_HOOK int fclose(FILE* stream) {
   int fd = stream ? stream->_fileno : -1;
-  if (__builtin_expect(g_files.lookup(fd) != nullptr, 0) && !is_cookie_stream(stream)) {
+  if (__builtin_expect(g_files.lookup(fd) == nullptr, 1)) return real_fclose(stream);
+  char path[kMaxPath] = {};
+  Description* d = g_files.lookup(fd);
+  if (d && tracing()) snprintf(path, sizeof path, "%s", d->path);
+  if (!is_cookie_stream(stream)) {
     real_fflush(stream);  // its last bytes reach the descriptor while it is still the one we know
-    if (Description* d = g_files.lookup(fd)) fill_reservation_before_close(fd, d);
+    if (d) fill_reservation_before_close(fd, d);
     note_close(fd);
   }
-  return real_fclose(stream);
+  int result = real_fclose(stream);
+  if (path[0]) keep_errno([&](int error) { trace("fclose", fd, path, result, error, "%s", ""); });
+  return result;
 }
 
 APPENDGUARD_HOOK FILE* fopen(const char* path, const char* mode) {

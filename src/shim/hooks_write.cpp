@@ -2,6 +2,7 @@
 #include <sys/sendfile.h>
 #include <sys/uio.h>
 
+#include "shim/guarded.h"
 #include "shim/hook.h"
 
 using namespace appendguard;
@@ -48,70 +49,62 @@ bool copies_by_write(const Description* d) {
 
 }  // namespace
 
-APPENDGUARD_FD_HOOK(ssize_t, write, fd, (int fd, const void* buf, size_t count), (fd, buf, count)) {
+ssize_t guarded::write(int fd, const void* buf, size_t count) {
   Description* d = tracked_description(fd);
   if (!d) return real_write(fd, buf, count);
   return guarded_write("write", fd, d, at_position(count), [&] { return real_write(fd, buf, count); });
 }
 
-APPENDGUARD_FD_HOOK(ssize_t, pwrite, fd, (int fd, const void* buf, size_t count, off_t offset),
-                    (fd, buf, count, offset)) {
+ssize_t guarded::pwrite(int fd, const void* buf, size_t count, off_t offset) {
   Description* d = tracked_description(fd);
   if (!d) return real_pwrite(fd, buf, count, offset);
   return guarded_write("pwrite", fd, d, at_offset(count, offset),
                        [&] { return real_pwrite(fd, buf, count, offset); });
 }
 
-APPENDGUARD_FD_HOOK(ssize_t, pwrite64, fd, (int fd, const void* buf, size_t count, off64_t offset),
-                    (fd, buf, count, offset)) {
+ssize_t guarded::pwrite64(int fd, const void* buf, size_t count, off64_t offset) {
   Description* d = tracked_description(fd);
   if (!d) return real_pwrite64(fd, buf, count, offset);
   return guarded_write("pwrite64", fd, d, at_offset(count, offset),
                        [&] { return real_pwrite64(fd, buf, count, offset); });
 }
 
-APPENDGUARD_FD_HOOK(ssize_t, writev, fd, (int fd, const iovec* iov, int iovcnt), (fd, iov, iovcnt)) {
+ssize_t guarded::writev(int fd, const iovec* iov, int iovcnt) {
   Description* d = tracked_description(fd);
   if (!d) return real_writev(fd, iov, iovcnt);
   return guarded_write("writev", fd, d, at_position(iov_total(iov, iovcnt)),
                        [&] { return real_writev(fd, iov, iovcnt); });
 }
 
-APPENDGUARD_FD_HOOK(ssize_t, pwritev, fd, (int fd, const iovec* iov, int iovcnt, off_t offset),
-                    (fd, iov, iovcnt, offset)) {
+ssize_t guarded::pwritev(int fd, const iovec* iov, int iovcnt, off_t offset) {
   Description* d = tracked_description(fd);
   if (!d) return real_pwritev(fd, iov, iovcnt, offset);
   return guarded_write("pwritev", fd, d, at_offset(iov_total(iov, iovcnt), offset),
                        [&] { return real_pwritev(fd, iov, iovcnt, offset); });
 }
 
-APPENDGUARD_FD_HOOK(ssize_t, pwritev64, fd, (int fd, const iovec* iov, int iovcnt, off64_t offset),
-                    (fd, iov, iovcnt, offset)) {
+ssize_t guarded::pwritev64(int fd, const iovec* iov, int iovcnt, off64_t offset) {
   Description* d = tracked_description(fd);
   if (!d) return real_pwritev64(fd, iov, iovcnt, offset);
   return guarded_write("pwritev64", fd, d, at_offset(iov_total(iov, iovcnt), offset),
                        [&] { return real_pwritev64(fd, iov, iovcnt, offset); });
 }
 
-APPENDGUARD_FD_HOOK(ssize_t, pwritev2, fd, (int fd, const iovec* iov, int iovcnt, off_t offset, int flags),
-                    (fd, iov, iovcnt, offset, flags)) {
+ssize_t guarded::pwritev2(int fd, const iovec* iov, int iovcnt, off_t offset, int flags) {
   Description* d = tracked_description(fd);
   if (!d) return real_pwritev2(fd, iov, iovcnt, offset, flags);
   return guarded_write("pwritev2", fd, d, for_pwritev2(iov_total(iov, iovcnt), offset, flags),
                        [&] { return real_pwritev2(fd, iov, iovcnt, offset, flags); });
 }
 
-APPENDGUARD_FD_HOOK(ssize_t, pwritev64v2, fd,
-                    (int fd, const iovec* iov, int iovcnt, off64_t offset, int flags),
-                    (fd, iov, iovcnt, offset, flags)) {
+ssize_t guarded::pwritev64v2(int fd, const iovec* iov, int iovcnt, off64_t offset, int flags) {
   Description* d = tracked_description(fd);
   if (!d) return real_pwritev64v2(fd, iov, iovcnt, offset, flags);
   return guarded_write("pwritev64v2", fd, d, for_pwritev2(iov_total(iov, iovcnt), offset, flags),
                        [&] { return real_pwritev64v2(fd, iov, iovcnt, offset, flags); });
 }
 
-APPENDGUARD_FD_HOOK(ssize_t, sendfile, out_fd, (int out_fd, int in_fd, off_t* offset, size_t count),
-                    (out_fd, in_fd, offset, count)) {
+ssize_t guarded::sendfile(int out_fd, int in_fd, off_t* offset, size_t count) {
   Description* d = tracked_description(out_fd);
   if (!d) return real_sendfile(out_fd, in_fd, offset, count);
   return guarded_write("sendfile", out_fd, d, at_position(count), [&]() -> ssize_t {
@@ -120,8 +113,7 @@ APPENDGUARD_FD_HOOK(ssize_t, sendfile, out_fd, (int out_fd, int in_fd, off_t* of
   });
 }
 
-APPENDGUARD_FD_HOOK(ssize_t, sendfile64, out_fd, (int out_fd, int in_fd, off64_t* offset, size_t count),
-                    (out_fd, in_fd, offset, count)) {
+ssize_t guarded::sendfile64(int out_fd, int in_fd, off64_t* offset, size_t count) {
   Description* d = tracked_description(out_fd);
   if (!d) return real_sendfile64(out_fd, in_fd, offset, count);
   return guarded_write("sendfile64", out_fd, d, at_position(count), [&]() -> ssize_t {
@@ -130,10 +122,8 @@ APPENDGUARD_FD_HOOK(ssize_t, sendfile64, out_fd, (int out_fd, int in_fd, off64_t
   });
 }
 
-APPENDGUARD_FD_HOOK(ssize_t, copy_file_range, out_fd,
-                    (int in_fd, off64_t* in_offset, int out_fd, off64_t* out_offset, size_t count,
-                     unsigned int flags),
-                    (in_fd, in_offset, out_fd, out_offset, count, flags)) {
+ssize_t guarded::copy_file_range(int in_fd, off64_t* in_offset, int out_fd, off64_t* out_offset, size_t count,
+                                 unsigned int flags) {
   Description* d = tracked_description(out_fd);
   if (!d) return real_copy_file_range(in_fd, in_offset, out_fd, out_offset, count, flags);
   return guarded_write("copy_file_range", out_fd, d, for_copy(count, out_offset), [&]() -> ssize_t {
@@ -142,10 +132,8 @@ APPENDGUARD_FD_HOOK(ssize_t, copy_file_range, out_fd,
   });
 }
 
-APPENDGUARD_FD_HOOK(ssize_t, splice, out_fd,
-                    (int in_fd, off64_t* in_offset, int out_fd, off64_t* out_offset, size_t count,
-                     unsigned int flags),
-                    (in_fd, in_offset, out_fd, out_offset, count, flags)) {
+ssize_t guarded::splice(int in_fd, off64_t* in_offset, int out_fd, off64_t* out_offset, size_t count,
+                        unsigned int flags) {
   Description* d = tracked_description(out_fd);
   if (!d) return real_splice(in_fd, in_offset, out_fd, out_offset, count, flags);
   return guarded_write("splice", out_fd, d, for_copy(count, out_offset), [&]() -> ssize_t {

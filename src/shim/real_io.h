@@ -1,5 +1,5 @@
-// The real libc entry points we interpose, for the hooks and for guarded operations that must not
-// re-enter them.
+// The real libc entry points we interpose (one per row of interposed.def), for the hooks and for guarded
+// operations that must not re-enter them.
 #pragma once
 
 #include <fcntl.h>
@@ -11,6 +11,9 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
+
+#include <string_view>
+#include <type_traits>
 
 #include "compat/stat_compat.h"
 #include "shim/real.h"
@@ -25,6 +28,9 @@ int __openat64_2(int dirfd, const char* path, int flags);
 // 2.33+ headers no longer declare them.
 int __fxstat(int version, int fd, struct stat* st);
 int __fxstat64(int version, int fd, struct stat64* st);
+// The fortified dprintf names (stdio.h declares them only under _FORTIFY_SOURCE).
+int __dprintf_chk(int fd, int flag, const char* format, ...);
+int __vdprintf_chk(int fd, int flag, const char* format, va_list args);
 }
 
 // decltype(::write) carries glibc's nonnull/warn_unused_result attributes, which a template argument
@@ -34,98 +40,24 @@ int __fxstat64(int version, int fd, struct stat64* st);
 
 namespace appendguard {
 
-APPENDGUARD_REAL(open);
-APPENDGUARD_REAL(open64);
-APPENDGUARD_REAL(__open_2);
-APPENDGUARD_REAL(__open64_2);
-APPENDGUARD_REAL(openat);
-APPENDGUARD_REAL(openat64);
-APPENDGUARD_REAL(__openat_2);
-APPENDGUARD_REAL(__openat64_2);
+// Where libc lacks a name we call ourselves (older glibc), the function that stands in for it.
+template <typename Fn>
+constexpr Fn* real_fallback(std::string_view name) {
+  if constexpr (std::is_same_v<Fn, decltype(::fstat)>) {
+    if (name == "fstat") return compat::fstat_by_syscall;
+  } else if constexpr (std::is_same_v<Fn, decltype(::fstat64)>) {
+    if (name == "fstat64") return compat::fstat64_by_syscall;
+  }
+  return nullptr;
+}
 
-APPENDGUARD_REAL(write);
-APPENDGUARD_REAL(pwrite);
-APPENDGUARD_REAL(pwrite64);
-APPENDGUARD_REAL(writev);
-APPENDGUARD_REAL(pwritev);
-APPENDGUARD_REAL(pwritev64);
-APPENDGUARD_REAL(pwritev2);
-APPENDGUARD_REAL(pwritev64v2);
-APPENDGUARD_REAL(sendfile);
-APPENDGUARD_REAL(sendfile64);
-APPENDGUARD_REAL(copy_file_range);
-APPENDGUARD_REAL(splice);
+// `real_NAME` for every row of interposed.def.
+#define INTERPOSED(name, kind, twin64, ret, params) \
+  inline constinit RealFunction<decltype(::name)> real_##name{#name, real_fallback<decltype(::name)>(#name)};
+#include "shim/interposed.def"
 
-APPENDGUARD_REAL(lseek);
-APPENDGUARD_REAL(lseek64);
-APPENDGUARD_REAL_OR(fstat, compat::fstat_by_syscall);
-APPENDGUARD_REAL_OR(fstat64, compat::fstat64_by_syscall);
-APPENDGUARD_REAL(__fxstat);
-APPENDGUARD_REAL(__fxstat64);
-APPENDGUARD_REAL(close);
-APPENDGUARD_REAL(fsync);
-APPENDGUARD_REAL(fdatasync);
-APPENDGUARD_REAL(close_range);
-APPENDGUARD_REAL(closefrom);
-APPENDGUARD_REAL(dup);
-APPENDGUARD_REAL(dup2);
-APPENDGUARD_REAL(dup3);
-APPENDGUARD_REAL(fcntl);
-APPENDGUARD_REAL(fcntl64);
-
-APPENDGUARD_REAL(ftruncate);
-APPENDGUARD_REAL(ftruncate64);
-APPENDGUARD_REAL(truncate);
-APPENDGUARD_REAL(truncate64);
-APPENDGUARD_REAL(fallocate);
-APPENDGUARD_REAL(fallocate64);
-APPENDGUARD_REAL(posix_fallocate);
-APPENDGUARD_REAL(posix_fallocate64);
-
-APPENDGUARD_REAL(read);
-APPENDGUARD_REAL(pread);
-APPENDGUARD_REAL(pread64);
-APPENDGUARD_REAL(readv);
-APPENDGUARD_REAL(preadv);
-APPENDGUARD_REAL(preadv64);
-APPENDGUARD_REAL(preadv2);
-APPENDGUARD_REAL(preadv64v2);
-APPENDGUARD_REAL(mmap);
-APPENDGUARD_REAL(mmap64);
-
-APPENDGUARD_REAL(recvmsg);
-APPENDGUARD_REAL(recvmmsg);
-
-APPENDGUARD_REAL(execve);
-APPENDGUARD_REAL(execvpe);
-APPENDGUARD_REAL(fexecve);
-APPENDGUARD_REAL(execveat);
-APPENDGUARD_REAL(posix_spawn);
-APPENDGUARD_REAL(posix_spawnp);
-APPENDGUARD_REAL(system);  // hooks_spawn.cpp
-APPENDGUARD_REAL(popen);   // hooks_spawn.cpp
-
-}  // namespace appendguard
-
-#pragma GCC diagnostic pop
-
-// ---------------------------------------------------------------- stdio (hooks_stdio.cpp)
-extern "C" int __vdprintf_chk(int fd, int flag, const char* format, va_list args);
-
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wignored-attributes"
-
-namespace appendguard {
-
-APPENDGUARD_REAL(fopen);
-APPENDGUARD_REAL(fopen64);
-APPENDGUARD_REAL(freopen);
-APPENDGUARD_REAL(freopen64);
-APPENDGUARD_REAL(fdopen);
-APPENDGUARD_REAL(fclose);
+// Not interposed, but called by the stdio hooks.
 APPENDGUARD_REAL(fflush);
-APPENDGUARD_REAL(vdprintf);
-APPENDGUARD_REAL(__vdprintf_chk);
 
 }  // namespace appendguard
 

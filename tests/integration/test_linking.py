@@ -6,7 +6,7 @@ import unittest
 
 from harness import LIB, PYTHON, TempDirTest, run
 
-EXPORTS_MAP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "shim", "exports.map")
+from interposed import TABLE, names_listed_in_reference
 
 
 def exported_by_library():
@@ -14,16 +14,22 @@ def exported_by_library():
     return {line.split()[-1].split("@")[0] for line in out.splitlines() if line.strip()}
 
 
-def listed_in_version_script():
-    text = open(EXPORTS_MAP).read()
-    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-    global_part = text.split("global:", 1)[1].split("local:", 1)[0]
-    return {name.strip() for name in global_part.split(";") if name.strip()}
 
 
 class LinkingTest(TempDirTest):
-    def test_exports_only_the_interposed_libc_names(self):
-        self.assertEqual(exported_by_library(), listed_in_version_script())
+    def test_exports_exactly_the_names_of_the_table(self):
+        # src/shim/interposed.def: a row without its hook, or a hook without its row, fails here.
+        self.assertEqual(exported_by_library(), {row.name for row in TABLE})
+
+    def test_reference_lists_the_names_of_the_table(self):
+        self.assertEqual(names_listed_in_reference(), {row.name for row in TABLE})
+
+    def test_every_64_bit_twin_is_a_row_of_its_kind(self):
+        rows = {row.name: row for row in TABLE}
+        for row in TABLE:
+            if row.twin64 != "none":
+                self.assertIn(row.twin64, rows, row.name)
+                self.assertEqual(rows[row.twin64].kind, row.kind, row.name)
 
     def test_needs_only_libc(self):
         # libdl.so.2: glibc before 2.34 defines dlsym@GLIBC_2.2.5 there (a stub on newer glibc); no
