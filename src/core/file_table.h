@@ -108,6 +108,15 @@ class FileTable {
     return slots_[fd].load(std::memory_order_acquire);
   }
   bool any_tracked() const { return highest_fd_plus_one_.load(std::memory_order_relaxed) > 0; }
+  // Whether the failures of untracked writes are looked at (shim/unguarded_notice.h): set when some FUSE
+  // mount is not guarded whole. Kept here, beside the slots, so the untracked path tests it at the address
+  // it has already, in one instruction: a plain bool, written only when the mount table changes it (at
+  // start-up, and when a refresh finds a new mount), read without ordering (a stale value only delays or
+  // adds one look at a failed call).
+  bool watching_untracked_failures() const { return watch_untracked_failures_; }
+  void watch_untracked_failures(bool on) {
+    if (watch_untracked_failures_ != on) watch_untracked_failures_ = on;
+  }
 
   // Keeps `d` from being recycled while a guarded call uses it. False when `fd` no longer refers to `d`
   // (a racing close): the call then must not touch `d`'s file.
@@ -149,6 +158,7 @@ class FileTable {
   // The highest descriptor ever tracked, plus one: zero means none, so that the whole table is
   // zero-initialized and lives in .bss (8 MiB of zero pages) rather than in the library file.
   std::atomic<int> highest_fd_plus_one_{0};
+  bool watch_untracked_failures_ = false;
   Description* free_descriptions_ = nullptr;
   TrackedFile* free_files_ = nullptr;
   TrackedFile** live_files_ = nullptr;  // files with open descriptions, found by identity

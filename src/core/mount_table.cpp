@@ -1,5 +1,7 @@
 #include "core/mount_table.h"
 
+#include "core/unguarded_failure.h"
+
 #include <sys/sysmacros.h>
 
 #include <array>
@@ -182,6 +184,7 @@ bool is_append_only_mount(const MountEntry& entry, const MountSelection& selecti
 void MountTable::load(std::string_view mountinfo, const MountSelection& selection) {
   mounts_.clear();
   append_only_count_ = 0;
+  unguarded_fuse_count_ = 0;
   while (!mountinfo.empty()) {
     size_t newline = mountinfo.find('\n');
     std::string_view line = mountinfo.substr(0, newline);
@@ -191,6 +194,7 @@ void MountTable::load(std::string_view mountinfo, const MountSelection& selectio
     mount.append_only = is_append_only_mount(mount.entry, selection);
     mount.entry.kind = classify_store(mount.entry);
     if (mount.append_only) ++append_only_count_;
+    if (!mount.append_only && is_fuse_type(mount.entry.type)) ++unguarded_fuse_count_;
     mounts_.push_back(std::move(mount));
   }
 }
@@ -211,6 +215,11 @@ bool MountTable::knows_device(dev_t device) const {
 StoreKind MountTable::store_kind_of(std::string_view path) const {
   const Mount* mount = mount_of(path);
   return mount ? mount->entry.kind : StoreKind::kAppends;
+}
+
+const MountEntry* MountTable::mount_entry_of(std::string_view path) const {
+  const Mount* mount = mount_of(path);
+  return mount ? &mount->entry : nullptr;
 }
 
 const MountTable::Mount* MountTable::mount_of(std::string_view path) const {

@@ -58,12 +58,16 @@ class MountTable {
   // Builds the table from mountinfo text. Later lines (mounted over earlier ones) win.
   void load(std::string_view mountinfo, const MountSelection& selection);
   bool any_append_only() const { return append_only_count_ > 0; }
+  // Whether some FUSE mount is not guarded whole: where a store may refuse a file we do not guard.
+  bool any_unguarded_fuse() const { return unguarded_fuse_count_ > 0; }
   // The append-only mount holding the absolute, normalized `path` (the longest mount point that is a
   // prefix of it, as the kernel resolves it without symbolic links), or null.
   const MountEntry* append_only_mount_of(std::string_view path) const;
   // Whether some mount has this device (a file on a device the table does not know is on a mount made
   // after the table was read).
   bool knows_device(dev_t device) const;
+  // The mount holding `path` (any mount), or null.
+  const MountEntry* mount_entry_of(std::string_view path) const;
   // The kind of the mount holding `path` (any mount: a file guarded by name may be on any of them).
   StoreKind store_kind_of(std::string_view path) const;
 
@@ -74,6 +78,7 @@ class MountTable {
   };
   std::vector<Mount> mounts_;
   size_t append_only_count_ = 0;
+  size_t unguarded_fuse_count_ = 0;
   const Mount* mount_of(std::string_view path) const;
 };
 

@@ -24,26 +24,15 @@ size_t format_unguarded_failure(const UnguardedFailure& f, char* out, size_t cap
   const std::string_view paths = f.paths.empty() ? std::string_view("*.safetensors") : f.paths;
   const int paths_length = static_cast<int>(paths.size());
   const std::string_view point = f.mount_point == "/" ? std::string_view() : f.mount_point;
-  int n = 0;
-  if (f.why == UnguardedWhy::kNotSelected) {
-    n = std::snprintf(out, capacity,
-                      "appendguard: %s of %.*s failed with %s on %.*s mount %.*s, and appendguard did not "
-                      "guard it: no pattern of APPENDGUARD_PATHS='%.*s' matches it and the mount is not "
-                      "among APPENDGUARD_FS's stores; APPENDGUARD_PATHS='%.*s:%.*s/**' or "
-                      "APPENDGUARD_FS=%.*s would guard it",
-                      f.call, path_length, f.path.data(), linux_errno_name(f.error), type_length,
-                      f.mount_type.data(), point_length, f.mount_point.data(), paths_length, paths.data(),
-                      paths_length, paths.data(), static_cast<int>(point.size()), point.data(), type_length,
-                      f.mount_type.data());
-  } else {
-    n = std::snprintf(out, capacity,
-                      "appendguard: %s of %.*s failed with %s on %.*s mount %.*s: the mount is guarded, but "
-                      "this descriptor was not opened through appendguard (inherited from a process "
-                      "without it, or opened before it loaded); start the job with appendguard run or "
-                      "APPENDGUARD=1 in its environment",
-                      f.call, path_length, f.path.data(), linux_errno_name(f.error), type_length,
-                      f.mount_type.data(), point_length, f.mount_point.data());
-  }
+  const int n = std::snprintf(
+      out, capacity,
+      "%s of %.*s failed with %s on %.*s mount %.*s; it is not guarded: no pattern of "
+      "APPENDGUARD_PATHS='%.*s' matches it and the mount is not "
+      "among APPENDGUARD_FS's stores; APPENDGUARD_PATHS='%.*s:%.*s/**' or "
+      "APPENDGUARD_FS=%.*s would guard it",
+      f.call, path_length, f.path.data(), linux_errno_name(f.error), type_length, f.mount_type.data(),
+      point_length, f.mount_point.data(), paths_length, paths.data(), paths_length, paths.data(),
+      static_cast<int>(point.size()), point.data(), type_length, f.mount_type.data());
   if (n < 0) {
     out[0] = '\0';
     return 0;

@@ -20,11 +20,6 @@ bool is_store_refusal(int error);
 // "fuse", "fuseblk", "fuse.rclone"...
 bool is_fuse_type(std::string_view mount_type);
 
-enum class UnguardedWhy {
-  kNotSelected,   // no pattern matches the file and its mount is not among APPENDGUARD_FS's stores
-  kNotThroughUs,  // the mount is guarded, but this descriptor was not opened through the library
-};
-
 struct UnguardedFailure {
   const char* call = "";  // "write", "openat"...
   std::string_view path;  // absolute
@@ -32,7 +27,6 @@ struct UnguardedFailure {
   std::string_view mount_type;
   std::string_view mount_point;
   std::string_view paths;  // APPENDGUARD_PATHS as set ("" when unset: the default)
-  UnguardedWhy why = UnguardedWhy::kNotSelected;
 };
 
 // The notice, without a trailing newline, into `out` (truncated to `capacity`, always terminated).

@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include <algorithm>
 
 #include <algorithm>
 #include <atomic>
@@ -16,6 +15,7 @@
 
 #include "core/open_flags.h"
 #include "core/path.h"
+#include "core/unguarded_failure.h"
 #include "report/summary.h"
 #include "shim/held_sessions.h"
 #include "shim/mount_guard.h"
@@ -36,11 +36,15 @@ bool base_directory(int dirfd, char* out, size_t capacity) {
   return descriptor_path(dirfd, out, capacity);
 }
 
+}  // namespace
+
 bool resolve_full_path(int dirfd, const char* path, char* out) {
   char base[kMaxPath] = "";
   if (path[0] != '/' && !base_directory(dirfd, base, sizeof base)) return false;
   return normalize_path(base, path, out, kMaxPath) > 0;
 }
+
+namespace {
 
 // `full_path` with the symlinks of its directory resolved (the directory must exist), as getcwd and
 // /proc/self/fd name it; relative opens are resolved this way already.
@@ -136,11 +140,6 @@ void explain_refused_rewrite(const OpenRequest& request, const OpenDecision& dec
 // these flags, so it must hear why it fails (once per description).
 bool rewritten_open(const Description* d) {
   return d->site.original_flags != d->site.effective_flags;
-}
-
-bool is_store_refusal(int error) {
-  return error == ESPIPE || error == EPERM || error == EOPNOTSUPP || error == EINVAL || error == ENOSYS ||
-         error == EBADF;
 }
 
 // What a notice about a refused call needs of the description, copied while it is still ours.

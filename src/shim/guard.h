@@ -126,6 +126,9 @@ void trace(const char* operation, int fd, const char* path, long long result, in
 
 // The path the kernel has for `fd` (readlink of /proc/self/fd/N), NUL-terminated.
 bool descriptor_path(int fd, char* out, size_t capacity);
+// `path` made absolute against `dirfd` (AT_FDCWD: the working directory) and normalized, into `out`
+// (kMaxPath bytes).
+bool resolve_full_path(int dirfd, const char* path, char* out);
 
 // The lock of `d`'s file, held for a scope, and `d` pinned for the whole scope (see FileTable::pin), so
 // that traces and notes after the lock is released still read this description. The lock is not taken

@@ -4,6 +4,7 @@
 #include "core/open_flags.h"
 #include "shim/held_sessions.h"
 #include "shim/hook.h"
+#include "shim/unguarded_notice.h"
 
 using namespace appendguard;
 
@@ -21,7 +22,11 @@ int open_hook(const char* function, int dirfd, const char* path, int flags, Call
   OpenRequest request{function, dirfd, path, flags};
   OpenDecision decision;
   decide_open(request, decision);
-  if (!decision.guarded && !decision.trace_only) return forget_if_stale(call(flags));
+  if (!decision.guarded && !decision.trace_only) {
+    int fd = call(flags);
+    if (__builtin_expect(fd < 0, 0)) note_unguarded_open_failure(function, dirfd, path, errno);
+    return forget_if_stale(fd);
+  }
   return open_as_decided(request, decision, call);
 }
 

@@ -39,6 +39,7 @@ void load_mount_table() {
   // APPENDGUARD_FS=none: no mount is guarded whole, but the kinds still choose the reopen mode.
   table->load(text, g_config->mounts);
   g_all_mounts.store(table, std::memory_order_release);
+  g_files.watch_untracked_failures(table->any_unguarded_fuse());
   g_mount_table.store(table->any_append_only() ? table : nullptr, std::memory_order_release);
 }
 

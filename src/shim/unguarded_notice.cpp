@@ -1,0 +1,60 @@
+#include "shim/unguarded_notice.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "core/unguarded_failure.h"
+#include "report/report.h"
+#include "shim/guard.h"
+#include "shim/mount_guard.h"
+#include "shim/real_io.h"
+#include "shim/runtime.h"
+
+namespace appendguard {
+namespace {
+
+constinit ToldFiles g_told;
+
+// Says it when `path` is on a FUSE mount and `key` was not told before.
+void tell(const char* call, const char* path, int error, uint64_t key) {
+  const MountTable* mounts = g_all_mounts.load(std::memory_order_acquire);
+  const MountEntry* mount = mounts ? mounts->mount_entry_of(path) : nullptr;
+  if (!mount || !is_fuse_type(mount->type) || append_only_mount_of(path) || !g_told.first_time(key)) return;
+  UnguardedFailure f;
+  f.call = call;
+  f.path = path;
+  f.error = error;
+  f.mount_type = mount->type;
+  f.mount_point = mount->mount_point;
+  const char* paths = getenv("APPENDGUARD_PATHS");
+  f.paths = paths ? paths : "";
+  char message[1024];
+  format_unguarded_failure(f, message, sizeof message);
+  report_notice(message);
+}
+
+}  // namespace
+
+void note_unguarded_failure(const char* call, int fd, int error) {
+  if (current_mode() == Mode::kOff || !is_store_refusal(error) || InternalScope::active()) return;
+  InternalScope internal;
+  struct stat st;
+  char path[kMaxPath];
+  if (real_fstat(fd, &st) != 0 || !descriptor_path(fd, path, sizeof path)) {
+    errno = error;
+    return;
+  }
+  tell(call, path, error, file_key(st.st_dev, st.st_ino));
+  errno = error;
+}
+
+void note_unguarded_open_failure(const char* call, int dirfd, const char* path, int error) {
+  if (current_mode() == Mode::kOff || !is_store_refusal(error) || InternalScope::active()) return;
+  InternalScope internal;
+  char full_path[kMaxPath];
+  if (resolve_full_path(dirfd, path, full_path)) tell(call, full_path, error, path_key(full_path));
+  errno = error;
+}
+
+}  // namespace appendguard

@@ -1,0 +1,85 @@
+"""A store's refusal of a file the library does not guard is said once per file (issue 10, "failures the
+library did not cause"): with APPENDGUARD_FS=none and a name no pattern matches, the program still gets
+the store's errno, and one notice names the file, the call, the errno, why it was not guarded and the
+settings that would guard it. A refusal on a local disk, or an errno no store gives, says nothing."""
+import errno
+import os
+import unittest
+
+from e2e_support import PYTHON, MountTest, main
+
+WRITER = r"""
+import os, sys
+path, count = sys.argv[1], int(sys.argv[2])
+with open(path, "wb") as f:
+    f.write(b"header")
+for _ in range(count):
+    fd = os.open(path, os.O_RDWR)     # on hdfs: a read stream, whose writes fail EOPNOTSUPP
+    os.lseek(fd, 0, os.SEEK_END)
+    try:
+        os.write(fd, b"tensor")
+        print("write=ok")
+    except OSError as e:
+        print("write=%d" % e.errno)
+    os.close(fd)
+"""
+
+OPENER = r"""
+import os, sys
+path = sys.argv[1]
+with open(path, "wb") as f:
+    f.write(b"header")
+try:
+    os.close(os.open(path, os.O_WRONLY))  # on s3: an existing file needs O_TRUNC (EPERM)
+    print("open=ok")
+except OSError as e:
+    print("open=%d" % e.errno)
+"""
+
+
+def notices(stderr):
+    return [line for line in stderr.splitlines() if "; it is not guarded: " in line]
+
+
+class UnguardedFailureTest(MountTest):
+    def test_a_refused_write_on_an_unguarded_file_is_said_once(self):
+        self.mount("hdfs")
+        path = self.m("model.bin")
+        proc = self.run_lib([PYTHON, "-c", WRITER, path, "3"], APPENDGUARD_FS="none")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(proc.stdout.split(), [f"write={errno.EOPNOTSUPP}"] * 3)  # the store's errno, unchanged
+        said = notices(proc.stderr)
+        self.assertEqual(len(said), 1, proc.stderr)
+        self.assertIn(f"write of {path} failed with EOPNOTSUPP on fuse.appendonlyfs mount {self.mnt}", said[0])
+        self.assertIn("no pattern of APPENDGUARD_PATHS='*.safetensors' matches it", said[0])
+        self.assertIn(f"APPENDGUARD_PATHS='*.safetensors:{self.mnt}/**' or APPENDGUARD_FS=fuse.appendonlyfs",
+                      said[0])
+        # The fix it names works: the same program then succeeds.
+        proc = self.run_lib([PYTHON, "-c", WRITER, path, "1"], APPENDGUARD_FS="none",
+                            APPENDGUARD_PATHS=f"*.safetensors:{self.mnt}/**")
+        self.assertEqual(proc.stdout.split(), ["write=ok"], proc.stderr)
+        self.assertEqual(notices(proc.stderr), [])
+
+    def test_a_refused_open_on_an_unguarded_file_is_said(self):
+        self.mount("s3")
+        path = self.m("model.bin")
+        proc = self.run_lib([PYTHON, "-c", OPENER, path], APPENDGUARD_FS="none")
+        self.assertEqual(proc.stdout.split(), [f"open={errno.EPERM}"], proc.stderr)
+        said = notices(proc.stderr)
+        self.assertEqual(len(said), 1, proc.stderr)
+        self.assertIn(f"open64 of {path} failed with EPERM on fuse.appendonlyfs mount {self.mnt}", said[0])
+
+    def test_nothing_is_said_off_fuse_or_for_other_errors(self):
+        path = self.path("local.bin")
+        with open(path, "wb") as f:
+            f.write(b"x")
+        os.chmod(path, 0o444)
+        # EBADF of a write on a read-only descriptor of a local file: not a store.
+        code = "import os,sys\nfd=os.open(sys.argv[1], os.O_RDONLY)\ntry: os.write(fd, b'x')\nexcept OSError as e: print(e.errno)"
+        proc = self.run_lib([PYTHON, "-c", code, path], APPENDGUARD_FS="none")
+        self.assertEqual(proc.stdout.strip(), str(errno.EBADF))
+        self.assertEqual(notices(proc.stderr), [], proc.stderr)
+
+
+if __name__ == "__main__":
+    main()
