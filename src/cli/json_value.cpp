@@ -75,7 +75,8 @@ class Reader {
       if (at_ >= text_.size() || text_[at_] != '"' || !string(name) || !consume(':')) return false;
       JsonValue member;
       if (!value(member, depth + 1)) return false;
-      out.members.emplace_back(std::move(name), std::move(member));
+      out.names.push_back(std::move(name));
+      out.values.push_back(std::move(member));
     } while (consume(','));
     return consume('}');
   }
@@ -178,8 +179,8 @@ class Reader {
 }  // namespace
 
 const JsonValue* JsonValue::find(std::string_view name) const {
-  for (const auto& [key, value] : members) {
-    if (key == name) return &value;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return &values[i];
   }
   return nullptr;
 }

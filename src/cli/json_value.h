@@ -5,7 +5,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 namespace appendguard {
@@ -15,7 +14,9 @@ struct JsonValue {
   std::string text;  // a string's decoded bytes; a number's or a boolean's literal
   std::string raw;   // the value as written in the input (for a string: with its quotes and escapes)
   std::vector<JsonValue> items;
-  std::vector<std::pair<std::string, JsonValue>> members;
+  // An object's members, in order: names[i] is the name of values[i].
+  std::vector<std::string> names;
+  std::vector<JsonValue> values;
 
   // The member `name` of an object, or nullptr.
   const JsonValue* find(std::string_view name) const;

@@ -50,7 +50,7 @@ template <bool kErrorNumber, typename Result>
 // keeps no frame of its own (a tail call to libc).
 #define INTERPOSED_FD(name, kind, twin64, fd, ret, params, args)                         \
   namespace {                                                                            \
-  [[gnu::noinline]] ret name##_watched params {                                          \
+  [[gnu::noinline, maybe_unused]] ret name##_watched params {                            \
     ret result = real_##name args;                                                       \
     note_if_failed<returns_error_number(#name)>(#name, fd, result);                      \
     return result;                                                                       \
