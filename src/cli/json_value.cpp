@@ -93,13 +93,6 @@ class Reader {
     return consume(']');
   }
 
-  static int hex_digit(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  }
-
   static void add_code_point(std::string& out, unsigned code) {
     if (code < 0x100) {
       out += static_cast<char>(code);
@@ -144,7 +137,7 @@ class Reader {
           if (at_ + 4 > text_.size()) return false;
           unsigned code = 0;
           for (int i = 0; i < 4; ++i) {
-            int digit = hex_digit(text_[at_++]);
+            int digit = hex_digit_value(text_[at_++]);
             if (digit < 0) return false;
             code = code * 16 + static_cast<unsigned>(digit);
           }
@@ -177,6 +170,13 @@ class Reader {
 };
 
 }  // namespace
+
+int hex_digit_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
 
 const JsonValue* JsonValue::find(std::string_view name) const {
   for (size_t i = 0; i < names.size(); ++i) {

@@ -29,4 +29,7 @@ struct JsonValue {
 // as they are and escapes only control characters); above, UTF-8.
 std::optional<JsonValue> parse_json(std::string_view text);
 
+// The value of a hexadecimal digit, or -1 (for \uXXXX here and \xHH in text reports).
+int hex_digit_value(char c);
+
 }  // namespace appendguard

@@ -10,13 +10,6 @@ namespace {
 constexpr std::string_view kPrefix = "appendguard: violation: ";
 constexpr std::string_view kWhy = "  why: ";
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 // Reads the escaped path at the start of `text` (src/report/escape.h): quoted up to the closing quote, or
 // up to the first space. Returns the characters consumed, or 0 if malformed.
 size_t read_escaped_path(std::string_view text, std::string& path) {
@@ -35,8 +28,9 @@ size_t read_escaped_path(std::string_view text, std::string& path) {
     if (i + 1 >= text.size()) return 0;
     char e = text[i + 1];
     if (e == 'x') {
-      if (i + 3 >= text.size() || hex_value(text[i + 2]) < 0 || hex_value(text[i + 3]) < 0) return 0;
-      path += static_cast<char>(hex_value(text[i + 2]) * 16 + hex_value(text[i + 3]));
+      if (i + 3 >= text.size() || hex_digit_value(text[i + 2]) < 0 || hex_digit_value(text[i + 3]) < 0)
+        return 0;
+      path += static_cast<char>(hex_digit_value(text[i + 2]) * 16 + hex_digit_value(text[i + 3]));
       i += 4;
       continue;
     }
