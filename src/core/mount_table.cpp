@@ -1,7 +1,5 @@
 #include "core/mount_table.h"
 
-#include "core/unguarded_failure.h"
-
 #include <sys/sysmacros.h>
 
 #include <array>
@@ -23,10 +21,6 @@ constexpr std::array<std::string_view, 4> kKnownSources = {"fuse_dfs", "hadoop-f
 constexpr std::array<std::string_view, 3> kWriteOnceTypes = {"fuse.rclone", "fuse.mountpoint-s3",
                                                              "fuse.gcsfuse"};
 constexpr std::array<std::string_view, 3> kWriteOnceSources = {"mountpoint-s3", "gcsfuse", "appendonlyfs:s3"};
-
-bool is_fuse(std::string_view type) {
-  return type == "fuse" || type == "fuseblk" || type.starts_with("fuse.") || type.starts_with("fuseblk.");
-}
 
 template <size_t N>
 bool contains(const std::array<std::string_view, N>& list, std::string_view word) {
@@ -81,9 +75,13 @@ bool is_path_prefix(std::string_view mount_point, std::string_view path) {
 
 }  // namespace
 
+bool is_fuse_type(std::string_view type) {
+  return type == "fuse" || type == "fuseblk" || type.starts_with("fuse.") || type.starts_with("fuseblk.");
+}
+
 StoreKind classify_store(const MountEntry& entry) {
   if (contains(kWriteOnceTypes, entry.type)) return StoreKind::kWriteOnce;
-  if (is_fuse(entry.type) && contains(kWriteOnceSources, entry.source)) return StoreKind::kWriteOnce;
+  if (is_fuse_type(entry.type) && contains(kWriteOnceSources, entry.source)) return StoreKind::kWriteOnce;
   return StoreKind::kAppends;
 }
 
@@ -168,7 +166,7 @@ bool parse_mountinfo_line(std::string_view line, MountEntry& out) {
 
 bool is_append_only_mount(const MountEntry& entry, const MountSelection& selection) {
   if (selection.none()) return false;
-  const bool fuse = is_fuse(entry.type);
+  const bool fuse = is_fuse_type(entry.type);
   if (selection.known &&
       (contains(kKnownTypes, entry.type) || (fuse && contains(kKnownSources, entry.source)))) {
     return true;

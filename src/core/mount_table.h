@@ -42,6 +42,9 @@ struct MountEntry {
   dev_t device = 0;  // from the major:minor field, as stat's st_dev shows it
 };
 
+// "fuse", "fuseblk", "fuse.rclone", "fuseblk.x": a FUSE mount's type.
+bool is_fuse_type(std::string_view type);
+
 // The kind of store `entry` is, from its type and source alone.
 StoreKind classify_store(const MountEntry& entry);
 const char* store_kind_name(StoreKind kind);

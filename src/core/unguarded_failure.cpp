@@ -12,10 +12,6 @@ bool is_store_refusal(int error) {
          error == EBADF;
 }
 
-bool is_fuse_type(std::string_view mount_type) {
-  return mount_type == "fuse" || mount_type == "fuseblk" || mount_type.starts_with("fuse.");
-}
-
 size_t format_unguarded_failure(const UnguardedFailure& f, char* out, size_t capacity) {
   if (capacity == 0) return 0;
   const int path_length = static_cast<int>(f.path.size());

@@ -17,9 +17,6 @@ namespace appendguard {
 // EOPNOTSUPP, ENOSYS, EPERM, ESPIPE, EINVAL, EBADF: what append-only and write-once stores answer.
 bool is_store_refusal(int error);
 
-// "fuse", "fuseblk", "fuse.rclone"...
-bool is_fuse_type(std::string_view mount_type);
-
 struct UnguardedFailure {
   const char* call = "";  // "write", "openat"...
   std::string_view path;  // absolute

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <string>
 
+#include "core/mount_table.h"
 #include "core/unguarded_failure.h"
 
 using namespace appendguard;
@@ -10,7 +11,8 @@ using namespace appendguard;
 TEST_CASE("the refusals of stores, and FUSE mount types") {
   for (int e : {EOPNOTSUPP, ENOSYS, EPERM, ESPIPE, EINVAL, EBADF}) CHECK(is_store_refusal(e));
   for (int e : {0, ENOENT, EACCES, EIO, ENOSPC, EINTR, EAGAIN}) CHECK_FALSE(is_store_refusal(e));
-  for (const char* t : {"fuse", "fuseblk", "fuse.rclone", "fuse.appendonlyfs"}) CHECK(is_fuse_type(t));
+  for (const char* t : {"fuse", "fuseblk", "fuse.rclone", "fuse.appendonlyfs", "fuseblk.ntfs"})
+    CHECK(is_fuse_type(t));
   for (const char* t : {"", "ext4", "tmpfs", "fusectl", "nfs"}) CHECK_FALSE(is_fuse_type(t));
 }
 
