@@ -57,6 +57,24 @@ class HeldNumbersTest(TempDirTest):
         self.assertEqual(read_bytes(self.path("uac.safetensors")), b"HEAD")
         self.assertNotIn("appendguard", proc.stderr)
 
+    def test_the_committer_thread_starts_at_the_open_not_at_a_close_in_a_signal_handler(self):
+        proc = run([program("held_numbers"), "committer_at_open", self.dir], APPENDGUARD_REOPEN="hold")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        r = results(proc.stdout)
+        before = int(r["threads_before"])
+        self.assertEqual(int(r["threads_after_open"]), before + 1)  # the committer, before any close
+        self.assertEqual(r["handler_close"], "0")  # held, in the handler
+        self.assertEqual(int(r["threads_after_handler_close"]), before + 1)  # no thread created there
+        self.assertEqual(read_bytes(self.path("thread.safetensors")), b"HEAD")
+
+    def test_no_committer_thread_without_a_time_limit(self):
+        proc = run([program("held_numbers"), "committer_at_open", self.dir], APPENDGUARD_REOPEN="hold",
+                   APPENDGUARD_HOLD_SECONDS="0")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        r = results(proc.stdout)
+        self.assertEqual(r["threads_after_open"], r["threads_before"])
+        self.assertEqual(r["threads_after_handler_close"], r["threads_before"])
+
     def test_a_reopen_reuses_the_held_number(self):
         # The mark on a closed held number is replaced by the reopen's description: writes work again.
         code = ("import os, sys\n"
