@@ -43,6 +43,10 @@ void commit_held_before_read(int dirfd, const char* path);
 bool wait_while_committing(int fd);
 // Whether `fd` is a number the program closed and we hold (after waiting out a commit in flight).
 bool closed_by_the_program(int fd);
+// The same for hooks whose lookup() found no description (stdio's fdopen and dprintf): one slot test.
+inline bool closed_number(int fd) {
+  return __builtin_expect(g_files.closed_by_program_at(fd), 0) && closed_by_the_program(fd);
+}
 // close() of a number whose slot is taken: a tracked descriptor's close, or EBADF for a number we hold
 // (a second close: the session stays). Out of line, so that close's own path stays a tail call.
 int close_taken_number(int fd);

@@ -49,7 +49,7 @@ class HeldNumbersTest(TempDirTest):
         ebadf = "-1 errno=9"
         for name in ["write", "pwrite", "writev", "pwritev", "read", "pread", "lseek", "ftruncate", "fallocate",
                      "fsync", "fdatasync", "fstat", "dup", "dup2", "dup3", "fcntl_getfd", "fcntl_dupfd", "mmap",
-                     "close_again"]:
+                     "dprintf", "fdopen", "close_again"]:
             self.assertEqual(r[name], ebadf, name)
         self.assertEqual(r["posix_fallocate"], "9")  # it returns the error number
         self.assertEqual(r["mmap_anonymous"], "0 errno=0")  # MAP_ANONYMOUS ignores the descriptor

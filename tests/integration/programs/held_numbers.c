@@ -151,6 +151,9 @@ static int use_after_close(const char* dir) {
   said("mmap", map == MAP_FAILED ? -1 : 0);
   void* anonymous = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, fd, 0);
   said("mmap_anonymous", anonymous == MAP_FAILED ? -1 : 0);
+  said("dprintf", dprintf(fd, "XXXX"));
+  FILE* stream = fdopen(fd, "w");
+  said("fdopen", stream ? 0 : -1);
   said("close_again", close(fd));
   // A new file may take the number only after the library really closed it: the session stays held.
   return 0;
