@@ -54,13 +54,13 @@ static int is_the_pipe(int fd, const struct stat* pipe_stat) {
 // The committer thread's close of `fd` has begun (slow_thread_close.c keeps it waiting 100 ms): the
 // session is out of the set and its number not yet closed.
 static void wait_for_committer_close(int fd) {
-  volatile int* slow = (volatile int*)dlsym(RTLD_DEFAULT, "slow_close_fd");
+  int* slow = (int*)dlsym(RTLD_DEFAULT, "slow_close_fd");
   if (!slow) {
     fprintf(stderr, "slow_thread_close.so is not preloaded\n");
     exit(2);
   }
   double deadline = now_s() + 10;
-  while (*slow != fd) {
+  while (__atomic_load_n(slow, __ATOMIC_ACQUIRE) != fd) {
     if (now_s() > deadline) {
       fprintf(stderr, "the committer did not close fd %d\n", fd);
       exit(2);

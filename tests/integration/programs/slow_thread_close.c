@@ -8,16 +8,20 @@
 #include <time.h>
 #include <unistd.h>
 
-__attribute__((visibility("default"))) volatile int slow_close_fd = -1;
+__attribute__((visibility("default"))) int slow_close_fd = -1;  // read and written with __atomic
 
 int close(int fd) {
   static int (*next_close)(int);
-  if (!next_close) next_close = (int (*)(int))dlsym(RTLD_NEXT, "close");
-  if (gettid() == getpid()) return next_close(fd);
-  slow_close_fd = fd;
+  int (*next)(int) = __atomic_load_n(&next_close, __ATOMIC_ACQUIRE);
+  if (!next) {
+    next = (int (*)(int))dlsym(RTLD_NEXT, "close");
+    __atomic_store_n(&next_close, next, __ATOMIC_RELEASE);
+  }
+  if (gettid() == getpid()) return next(fd);
+  __atomic_store_n(&slow_close_fd, fd, __ATOMIC_RELEASE);
   struct timespec pause = {0, 100 * 1000 * 1000};
   nanosleep(&pause, NULL);
-  int result = next_close(fd);
-  slow_close_fd = -1;
+  int result = next(fd);
+  __atomic_store_n(&slow_close_fd, -1, __ATOMIC_RELEASE);
   return result;
 }
