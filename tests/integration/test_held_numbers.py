@@ -75,6 +75,17 @@ class HeldNumbersTest(TempDirTest):
         self.assertEqual(r["threads_after_open"], r["threads_before"])
         self.assertEqual(r["threads_after_handler_close"], r["threads_before"])
 
+    def test_a_vfork_child_that_exits_without_exec_is_a_child_started(self):
+        # Its exit closes its copy of the held descriptor (a FLUSH, the end of an upload on rclone), so the
+        # reopen does not reuse the session: it is committed first and the file written anew.
+        proc = run([program("held_numbers"), "vfork_exit", self.dir], APPENDGUARD_REOPEN="hold",
+                   APPENDGUARD_TRACE="1")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(results(proc.stdout)["vfork_exit"], "done")
+        self.assertIn("vfork", proc.stderr)
+        self.assertIn("committed before a reopen, since a child process started", proc.stderr)
+        self.assertEqual(read_bytes(self.path("vfork.safetensors")), b"HEADTAIL")
+
     def test_a_reopen_reuses_the_held_number(self):
         # The mark on a closed held number is replaced by the reopen's description: writes work again.
         code = ("import os, sys\n"

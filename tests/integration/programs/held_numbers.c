@@ -13,6 +13,8 @@
 //   held_numbers committer_at_open DIR: the committer thread exists after the first open that starts a
 //     held session, before any close; a held close in a signal handler then creates none. Prints
 //     threads_before, threads_after_open, threads_after_handler_close.
+//   held_numbers vfork_exit DIR: holds a file, starts a vfork child that _exits without exec, then
+//     reopens the file and appends "TAIL".
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <dlfcn.h>
@@ -25,6 +27,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -194,14 +197,32 @@ static int committer_at_open(const char* dir) {
   return 0;
 }
 
+// A held file, a vfork child that _exits without exec (its exit closes its copy of the held descriptor:
+// a FLUSH), then a reopen that appends: the session must not be reused.
+static int vfork_exit(const char* dir) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/vfork.safetensors", dir);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0 || write(fd, "HEAD", 4) != 4 || close(fd) != 0) return 2;
+  pid_t pid = vfork();
+  if (pid == 0) _exit(0);
+  if (pid < 0 || waitpid(pid, NULL, 0) != pid) return 2;
+  int again = open(path, O_WRONLY);
+  if (again < 0 || lseek(again, 0, SEEK_END) != 4 || write(again, "TAIL", 4) != 4 || close(again) != 0)
+    return 2;
+  printf("vfork_exit=done\n");
+  return 0;
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IONBF, 0);
   if (argc >= 5 && strcmp(argv[1], "during_commit") == 0)
     return during_commit(argv[2], argv[3], atoi(argv[4]));
   if (argc >= 3 && strcmp(argv[1], "use_after_close") == 0) return use_after_close(argv[2]);
   if (argc >= 3 && strcmp(argv[1], "committer_at_open") == 0) return committer_at_open(argv[2]);
-  fprintf(
-      stderr,
-      "usage: held_numbers during_commit DIR CALL ROUNDS | use_after_close DIR | committer_at_open DIR\n");
+  if (argc >= 3 && strcmp(argv[1], "vfork_exit") == 0) return vfork_exit(argv[2]);
+  fprintf(stderr,
+          "usage: held_numbers during_commit DIR CALL ROUNDS | use_after_close DIR | committer_at_open DIR | "
+          "vfork_exit DIR\n");
   return 2;
 }
