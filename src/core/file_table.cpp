@@ -66,7 +66,7 @@ bool FileTable::pin(int fd, Description* d) {
   do {
     if (refs == 0) return false;  // recycled, or being recycled
   } while (!d->refs.compare_exchange_weak(refs, refs + 1, std::memory_order_acq_rel));
-  if (lookup(fd) != d) {
+  if (slot(fd) != d) {  // d is a description: the raw slot compares the same
     unpin(d);
     return false;
   }
