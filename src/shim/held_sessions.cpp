@@ -50,6 +50,10 @@ constinit std::atomic<bool> g_exiting{false};
 // exit.
 constinit std::atomic<uint32_t> g_in_flight{0};
 
+// Set in a fork child whose parent held sessions: their numbers' slots are still marked closed by the
+// program, but the descriptors behind them are the child's copies, which its close really closes.
+constinit std::atomic<bool> g_marks_inherited{false};
+
 void futex_wait(std::atomic<uint32_t>& word, uint32_t seen) {
   syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, seen, nullptr, nullptr, 0);
 }
@@ -333,7 +337,22 @@ __attribute__((noinline)) int close_taken_number(int fd) {
     if (!d) return real_close(fd);
     if (d != closed_by_program()) return close_tracked(fd);
     if (!wait_while_committing(fd)) {
-      errno = EBADF;  // a second close of a number we hold: as without the library; the session stays
+      // A second close of a number we hold: EBADF, as without the library; the session stays. In a fork
+      // child, a number the parent held (its mark came with the memory, its session did not) is this
+      // process's copy of the descriptor: it is really closed (and its mark cleared), still with EBADF,
+      // since the program closed that number before the fork.
+      if (g_marks_inherited.load(std::memory_order_relaxed) && owns_file_table()) {
+        bool ours;
+        {
+          HeldGuard guard;
+          ours = g_held.holds_fd(fd);
+        }
+        if (!ours) {
+          g_files.clear_closed_by_program(fd);
+          real_close(fd);
+        }
+      }
+      errno = EBADF;
       return -1;
     }
   }
@@ -389,6 +408,8 @@ void note_child_started() {
 
 void forget_held_after_fork_child() {
   g_held_lock.reset_in_child();
+  if (g_held.size() != 0 || g_in_flight.load(std::memory_order_relaxed) != 0)
+    g_marks_inherited.store(true, std::memory_order_relaxed);
   g_held.forget_all();
   g_held_count.store(0, std::memory_order_relaxed);
   g_committer_started.store(false, std::memory_order_relaxed);  // the parent's thread is not here

@@ -86,6 +86,16 @@ class HeldNumbersTest(TempDirTest):
         self.assertIn("committed before a reopen, since a child process started", proc.stderr)
         self.assertEqual(read_bytes(self.path("vfork.safetensors")), b"HEADTAIL")
 
+    def test_a_fork_childs_copy_of_a_held_number_fails_ebadf_and_its_close_closes_it(self):
+        proc = run([program("held_numbers"), "fork_close", self.dir], APPENDGUARD_REOPEN="hold")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        r = results(proc.stdout)
+        self.assertEqual(r["child_inherited"], "1")
+        self.assertEqual(r["child_write"], "-1 errno=9")
+        self.assertEqual(r["child_close"], "-1 errno=9")
+        self.assertEqual(r["child_still_open"], "0")  # the child's copy is gone
+        self.assertEqual(read_bytes(self.path("fork.safetensors")), b"HEAD")
+
     def test_a_reopen_reuses_the_held_number(self):
         # The mark on a closed held number is replaced by the reopen's description: writes work again.
         code = ("import os, sys\n"

@@ -15,6 +15,7 @@
 //     threads_before, threads_after_open, threads_after_handler_close.
 //   held_numbers vfork_exit DIR: holds a file, starts a vfork child that _exits without exec, then
 //     reopens the file and appends "TAIL".
+//   held_numbers fork_close DIR: holds a file, forks; the child writes to and closes the held number.
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <dlfcn.h>
@@ -214,6 +215,27 @@ static int vfork_exit(const char* dir) {
   return 0;
 }
 
+// A held file and a fork child: the child's copy of the held number is not the program's (it closed it
+// before the fork): a write to it fails EBADF, and its close fails EBADF too but really closes the copy.
+static int fork_close(const char* dir) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/fork.safetensors", dir);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0 || write(fd, "HEAD", 4) != 4 || close(fd) != 0) return 2;
+  pid_t pid = fork();
+  if (pid == 0) {
+    char link[64], target[4096];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    printf("child_inherited=%d\n", readlink(link, target, sizeof target) > 0);
+    said("child_write", write(fd, "X", 1));
+    said("child_close", close(fd));
+    printf("child_still_open=%d\n", readlink(link, target, sizeof target) > 0);
+    _exit(0);
+  }
+  if (pid < 0 || waitpid(pid, NULL, 0) != pid) return 2;
+  return 0;
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IONBF, 0);
   if (argc >= 5 && strcmp(argv[1], "during_commit") == 0)
@@ -221,6 +243,7 @@ int main(int argc, char** argv) {
   if (argc >= 3 && strcmp(argv[1], "use_after_close") == 0) return use_after_close(argv[2]);
   if (argc >= 3 && strcmp(argv[1], "committer_at_open") == 0) return committer_at_open(argv[2]);
   if (argc >= 3 && strcmp(argv[1], "vfork_exit") == 0) return vfork_exit(argv[2]);
+  if (argc >= 3 && strcmp(argv[1], "fork_close") == 0) return fork_close(argv[2]);
   fprintf(stderr,
           "usage: held_numbers during_commit DIR CALL ROUNDS | use_after_close DIR | committer_at_open DIR | "
           "vfork_exit DIR\n");
