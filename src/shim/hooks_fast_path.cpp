@@ -94,7 +94,7 @@ Result closed_number_result() {
     while (true) {                                                                               \
       Description* d = ::appendguard::g_files.slot(fd);                                          \
       if (d != ::appendguard::closed_by_program()) {                                             \
-        if (d) return guarded::name args;                                                        \
+        if (d) return guarded::name APPENDGUARD_PASS_DESCRIPTION args;                           \
         return real_##name args;                                                                 \
       }                                                                                          \
       if (APPENDGUARD_IGNORES_FD_##kind args) return real_##name args;                           \
@@ -114,6 +114,6 @@ Result closed_number_result() {
       return real_##name args;                                                                   \
     }                                                                                            \
     if (__builtin_expect(d == ::appendguard::closed_by_program(), 0)) return name##_closed args; \
-    return guarded::name args;                                                                   \
+    return guarded::name APPENDGUARD_PASS_DESCRIPTION args;                                      \
   }
 #include "shim/interposed.def"
