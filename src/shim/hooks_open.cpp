@@ -1,5 +1,4 @@
 // open, openat, creat and their 64-bit and fortified names.
-#include <stdarg.h>
 
 #include "core/open_flags.h"
 #include "shim/guard_descriptor.h"
@@ -12,15 +11,10 @@ using namespace appendguard;
 
 namespace {
 
+// A write open, or any open while tracing: decided, and tracked if guarded. Out of line: its decision
+// (with a path buffer) must not give the read-only path a frame.
 template <typename Call>
-int open_hook(const char* function, int dirfd, const char* path, int flags, Call&& call) {
-  if (__builtin_expect(current_mode() == Mode::kOff, 1)) return call(flags);
-  // Read-only opens are only of interest to the trace, and to a held session of the file (committed
-  // first, so that the reader sees its bytes).
-  if (__builtin_expect(!is_write_open(flags) && !g_config->trace, 1)) {
-    if (__builtin_expect(any_held_sessions(), 0)) commit_held_before_read(dirfd, path);
-    return forget_if_stale(call(flags));
-  }
+[[gnu::noinline]] int open_deciding(const char* function, int dirfd, const char* path, int flags, Call call) {
   OpenRequest request{function, dirfd, path, flags};
   OpenDecision decision;
   decide_open(request, decision);
@@ -32,64 +26,80 @@ int open_hook(const char* function, int dirfd, const char* path, int flags, Call
   return open_as_decided(request, decision, call);
 }
 
+template <typename Call>
+[[gnu::always_inline]] inline int open_hook(const char* function, int dirfd, const char* path, int flags,
+                                            Call&& call) {
+  if (__builtin_expect(current_mode() == Mode::kOff, 1)) return call(flags);
+  // Read-only opens are only of interest to the trace, and to a held session of the file (committed
+  // first, so that the reader sees its bytes).
+  if (__builtin_expect(!is_write_open(flags) && !g_config->trace, 1)) {
+    if (__builtin_expect(any_held_sessions(), 0)) commit_held_before_read(dirfd, path);
+    return forget_if_stale(call(flags));
+  }
+  return open_deciding(function, dirfd, path, flags, call);
+}
+
 }  // namespace
 
-#define APPENDGUARD_MODE_ARG(flags) \
-  mode_t mode = 0;                  \
-  if (__OPEN_NEEDS_MODE(flags)) {   \
-    va_list args;                   \
-    va_start(args, flags);          \
-    mode = va_arg(args, mode_t);    \
-    va_end(args);                   \
-  }
+// open's mode is a variadic argument, read only with O_CREAT or O_TMPFILE. On x86-64 a variadic integer
+// argument travels in the register a third fixed parameter would use (the System V ABI; the caller's
+// %al, the count of vector registers, is ignored here), so these hooks take it as one: a va_list would
+// give every open a frame of its own. Their C++ names differ from the variadic declarations of
+// <fcntl.h>; the symbols are the libc names. Without O_CREAT or O_TMPFILE `mode` is whatever the
+// register holds, and is passed on unread, as libc itself would leave it.
+#if !defined(__x86_64__)
+#error "the open hooks read the variadic mode as a fixed parameter: check the calling convention here"
+#endif
 
-APPENDGUARD_HOOK int open(const char* path, int flags, ...) {
-  APPENDGUARD_MODE_ARG(flags);
-  return open_hook("open", AT_FDCWD, path, flags, [&](int f) { return real_open(path, f, mode); });
+APPENDGUARD_HOOK int open_hook_with_mode(const char* path, int flags, mode_t mode) __asm__("open");
+int open_hook_with_mode(const char* path, int flags, mode_t mode) {
+  return open_hook("open", AT_FDCWD, path, flags, [=](int f) { return real_open(path, f, mode); });
 }
 
-APPENDGUARD_HOOK int open64(const char* path, int flags, ...) {
-  APPENDGUARD_MODE_ARG(flags);
-  return open_hook("open64", AT_FDCWD, path, flags, [&](int f) { return real_open64(path, f, mode); });
+APPENDGUARD_HOOK int open64_hook_with_mode(const char* path, int flags, mode_t mode) __asm__("open64");
+int open64_hook_with_mode(const char* path, int flags, mode_t mode) {
+  return open_hook("open64", AT_FDCWD, path, flags, [=](int f) { return real_open64(path, f, mode); });
 }
 
-APPENDGUARD_HOOK int openat(int dirfd, const char* path, int flags, ...) {
-  APPENDGUARD_MODE_ARG(flags);
-  return open_hook("openat", dirfd, path, flags, [&](int f) { return real_openat(dirfd, path, f, mode); });
+APPENDGUARD_HOOK int openat_hook_with_mode(int dirfd, const char* path, int flags,
+                                           mode_t mode) __asm__("openat");
+int openat_hook_with_mode(int dirfd, const char* path, int flags, mode_t mode) {
+  return open_hook("openat", dirfd, path, flags, [=](int f) { return real_openat(dirfd, path, f, mode); });
 }
 
-APPENDGUARD_HOOK int openat64(int dirfd, const char* path, int flags, ...) {
-  APPENDGUARD_MODE_ARG(flags);
+APPENDGUARD_HOOK int openat64_hook_with_mode(int dirfd, const char* path, int flags,
+                                             mode_t mode) __asm__("openat64");
+int openat64_hook_with_mode(int dirfd, const char* path, int flags, mode_t mode) {
   return open_hook("openat64", dirfd, path, flags,
-                   [&](int f) { return real_openat64(dirfd, path, f, mode); });
+                   [=](int f) { return real_openat64(dirfd, path, f, mode); });
 }
 
 // The fortified entry points take no mode: the caller's flags have neither O_CREAT nor O_TMPFILE, and the
 // rewrite never adds them.
 APPENDGUARD_HOOK int __open_2(const char* path, int flags) {
-  return open_hook("__open_2", AT_FDCWD, path, flags, [&](int f) { return real___open_2(path, f); });
+  return open_hook("__open_2", AT_FDCWD, path, flags, [=](int f) { return real___open_2(path, f); });
 }
 
 APPENDGUARD_HOOK int __open64_2(const char* path, int flags) {
-  return open_hook("__open64_2", AT_FDCWD, path, flags, [&](int f) { return real___open64_2(path, f); });
+  return open_hook("__open64_2", AT_FDCWD, path, flags, [=](int f) { return real___open64_2(path, f); });
 }
 
 APPENDGUARD_HOOK int __openat_2(int dirfd, const char* path, int flags) {
-  return open_hook("__openat_2", dirfd, path, flags, [&](int f) { return real___openat_2(dirfd, path, f); });
+  return open_hook("__openat_2", dirfd, path, flags, [=](int f) { return real___openat_2(dirfd, path, f); });
 }
 
 APPENDGUARD_HOOK int __openat64_2(int dirfd, const char* path, int flags) {
   return open_hook("__openat64_2", dirfd, path, flags,
-                   [&](int f) { return real___openat64_2(dirfd, path, f); });
+                   [=](int f) { return real___openat64_2(dirfd, path, f); });
 }
 
 // creat() truncates, so its flags are never rewritten; it is tracked like any other write open.
 APPENDGUARD_HOOK int creat(const char* path, mode_t mode) {
   return open_hook("creat", AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC,
-                   [&](int f) { return real_open(path, f, mode); });
+                   [=](int f) { return real_open(path, f, mode); });
 }
 
 APPENDGUARD_HOOK int creat64(const char* path, mode_t mode) {
   return open_hook("creat64", AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC,
-                   [&](int f) { return real_open64(path, f, mode); });
+                   [=](int f) { return real_open64(path, f, mode); });
 }

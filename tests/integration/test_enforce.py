@@ -25,6 +25,16 @@ class EnforceTest(TempDirTest):
                 self.assertOk(proc)
                 self.assertEqual(read_bytes(guarded), read_bytes(plain))
 
+    def test_created_files_get_the_mode_the_program_gave(self):
+        expected = {"m1.safetensors": "640", "m2.bin": "604", "m3.safetensors": "600", "m4.bin": "612",
+                    "m5.safetensors": "620"}
+        for name in PROBES:
+            with self.subTest(probe=name):
+                directory = self.path(name)
+                os.mkdir(directory)
+                r, _ = self.probe("modes", directory, name=name)
+                self.assertEqual({k: r[k] for k in expected}, expected)
+
     def test_backward_write_is_refused_and_file_is_intact_prefix(self):
         for name in PROBES:
             with self.subTest(probe=name):

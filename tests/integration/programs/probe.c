@@ -435,6 +435,31 @@ static int case_missing(const char* path) {
   return 0;
 }
 
+// The mode of a created file reaches the kernel through every open entry point (the open hooks read the
+// variadic mode as a fixed parameter): guarded and not, with open, openat and creat.
+static int case_modes(const char* dir) {
+  umask(0);
+  const char* names[] = {"m1.safetensors", "m2.bin", "m3.safetensors", "m4.bin", "m5.safetensors"};
+  const mode_t modes[] = {0640, 0604, 0600, 0612, 0620};
+  int dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+  for (int i = 0; i < 5; ++i) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    int fd = i < 2   ? open(path, O_RDWR | O_CREAT | O_TRUNC, modes[i])
+             : i < 4 ? openat(dirfd, names[i], O_WRONLY | O_CREAT | O_EXCL, modes[i])
+                     : creat(path, modes[i]);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+      printf("%s=failed errno=%d\n", names[i], errno);
+      continue;
+    }
+    printf("%s=%o\n", names[i], (unsigned)(st.st_mode & 07777));
+    close(fd);
+  }
+  close(dirfd);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: probe CASE PATH [PATH]\n");
@@ -442,6 +467,7 @@ int main(int argc, char** argv) {
   }
   const char* c = argv[1];
   if (!strcmp(c, "dcp")) return case_dcp(argv[2]);
+  if (!strcmp(c, "modes")) return case_modes(argv[2]);
   if (!strcmp(c, "backward")) return case_backward(argv[2]);
   if (!strcmp(c, "pwrite")) return case_pwrite(argv[2]);
   if (!strcmp(c, "dup")) return case_dup(argv[2]);
