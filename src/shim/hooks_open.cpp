@@ -26,17 +26,33 @@ template <typename Call>
   return open_as_decided(request, decision, call);
 }
 
+// Read-only opens are only of interest to the trace, and to a held session of the file (committed
+// first, so that the reader sees its bytes).
+inline bool read_only_open_of_no_interest(int flags) {
+  return !is_write_open(flags) && !g_config->trace && !any_held_sessions();
+}
+
+// Every open but a read-only one of no interest in a settled mode: the first open may initialize.
 template <typename Call>
-[[gnu::always_inline]] inline int open_hook(const char* function, int dirfd, const char* path, int flags,
-                                            Call&& call) {
-  if (__builtin_expect(current_mode() == Mode::kOff, 1)) return call(flags);
-  // Read-only opens are only of interest to the trace, and to a held session of the file (committed
-  // first, so that the reader sees its bytes).
-  if (__builtin_expect(!is_write_open(flags) && !g_config->trace, 1)) {
-    if (__builtin_expect(any_held_sessions(), 0)) commit_held_before_read(dirfd, path);
+[[gnu::noinline]] int open_slow(const char* function, int dirfd, const char* path, int flags, Call call) {
+  if (current_mode() == Mode::kOff) return call(flags);
+  if (!is_write_open(flags) && !g_config->trace) {
+    if (any_held_sessions()) commit_held_before_read(dirfd, path);
     return forget_if_stale(call(flags));
   }
   return open_deciding(function, dirfd, path, flags, call);
+}
+
+template <typename Call>
+[[gnu::always_inline]] inline int open_hook(const char* function, int dirfd, const char* path, int flags,
+                                            Call&& call) {
+  const int state = g_runtime_state.load(std::memory_order_acquire);
+  if (__builtin_expect(state == static_cast<int>(RuntimeState::kOff), 1)) return call(flags);
+  const bool settled =
+      state == static_cast<int>(RuntimeState::kEnforce) || state == static_cast<int>(RuntimeState::kAudit);
+  if (__builtin_expect(settled && read_only_open_of_no_interest(flags), 1))
+    return forget_if_stale(call(flags));
+  return open_slow(function, dirfd, path, flags, call);
 }
 
 }  // namespace
