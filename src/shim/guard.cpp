@@ -1,7 +1,6 @@
 #include "shim/guard.h"
 
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -561,10 +560,10 @@ bool refuse_or_report_write(const char* operation, int fd, Description* d, const
   if (handle_violation(v)) return true;
   int error = errno;
   if (tracing()) {
-    trace(operation, fd, d->path, -1, error, "bytes=%llu offset=%llu end_of_file=%llu (refused)",
-          static_cast<unsigned long long>(request.count),
-          static_cast<unsigned long long>(check.intended_offset),
-          static_cast<unsigned long long>(end_of_file));
+    trace_numbers(operation, fd, d->path, -1, error,
+                  {trace_unsigned("bytes", request.count), trace_unsigned("offset", check.intended_offset),
+                   trace_unsigned("end_of_file", end_of_file)},
+                  " (refused)");
   }
   errno = error;
   return false;
@@ -573,9 +572,9 @@ bool refuse_or_report_write(const char* operation, int fd, Description* d, const
 void trace_write(const char* operation, int fd, const Description* d, const WriteRequest& request,
                  const WriteCheck& check, uint64_t end_of_file, ssize_t result) {
   int error = errno;
-  trace(operation, fd, d->path, result, error, "bytes=%llu offset=%llu end_of_file=%llu",
-        static_cast<unsigned long long>(request.count),
-        static_cast<unsigned long long>(check.intended_offset), static_cast<unsigned long long>(end_of_file));
+  trace_numbers(operation, fd, d->path, result, error,
+                {trace_unsigned("bytes", request.count), trace_unsigned("offset", check.intended_offset),
+                 trace_unsigned("end_of_file", end_of_file)});
   errno = error;
 }
 
@@ -786,26 +785,6 @@ void note_mmap(const char* operation, int fd, Description* d, int prot, int flag
     report_violation(v);
   }
   if (tracing()) trace(operation, fd, d->path, failed ? -1 : 0, error, "prot=%d flags=%#x", prot, flags);
-}
-
-// ---------------------------------------------------------------- tracing
-
-void trace(const char* operation, int fd, const char* path, long long result, int error, const char* format,
-           ...) {
-  InternalScope internal;
-  char detail[512];
-  va_list args;
-  va_start(args, format);
-  std::vsnprintf(detail, sizeof detail, format, args);
-  va_end(args);
-  TraceEvent e;
-  e.operation = operation;
-  e.fd = fd;
-  e.path = path;
-  e.detail = detail;
-  e.result = result;
-  e.error = error;
-  report_trace(e);
 }
 
 }  // namespace appendguard

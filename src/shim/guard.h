@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <initializer_list>
 
 #include "core/carried_fds.h"
 #include "core/eof_rule.h"
@@ -123,6 +124,16 @@ inline bool tracing() {
 }  // only called once the library is enabled
 void trace(const char* operation, int fd, const char* path, long long result, int error, const char* format,
            ...) __attribute__((format(printf, 6, 7)));
+// The same with a detail of numbers ("bytes=64 offset=0 ...", then `suffix`): for write and seek lines,
+// without printf (src/shim/trace.cpp).
+void trace_numbers(const char* operation, int fd, const char* path, long long result, int error,
+                   std::initializer_list<TraceNumber> numbers, const char* suffix = "");
+inline TraceNumber trace_unsigned(const char* name, unsigned long long value) {
+  return {name, value, false};
+}
+inline TraceNumber trace_signed(const char* name, long long value) {
+  return {name, static_cast<unsigned long long>(value), true};
+}
 
 // The path the kernel has for `fd` (readlink of /proc/self/fd/N), NUL-terminated.
 bool descriptor_path(int fd, char* out, size_t capacity);
