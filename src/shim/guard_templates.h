@@ -188,8 +188,9 @@ APPENDGUARD_SLOW_PATH off64_t guarded_seek(const char* operation, int fd, Descri
   uint64_t end = file->end_of_file;
   file.release();
   if (tracing()) {
-    trace_numbers(operation, fd, d->path, result, error,
-                  {trace_signed("offset", offset), trace_signed("whence", whence), trace_unsigned("end_of_file", end)});
+    trace_numbers(
+        operation, fd, d->path, result, error,
+        {trace_signed("offset", offset), trace_signed("whence", whence), trace_unsigned("end_of_file", end)});
   }
   errno = error;
   return result;

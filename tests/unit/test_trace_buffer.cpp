@@ -73,9 +73,16 @@ TEST_CASE("trace numbers are formatted by hand as printf would") {
 }
 
 TEST_CASE("hand-formatted trace lines equal the reference text and JSON formats") {
-  std::vector<std::string> paths = {"/ckpt/plain.safetensors", "", "/a b", "/q\"uote", "/back\\slash",
-                                    "/nl\nappendguard: violation: x", "/tab\t/cr\r", "/bell\x07\x7f",
-                                    "/utf8/\xc3\xa9t\xc3\xa9.safetensors", std::string(300, 'p')};
+  std::vector<std::string> paths = {"/ckpt/plain.safetensors",
+                                    "",
+                                    "/a b",
+                                    "/q\"uote",
+                                    "/back\\slash",
+                                    "/nl\nappendguard: violation: x",
+                                    "/tab\t/cr\r",
+                                    "/bell\x07\x7f",
+                                    "/utf8/\xc3\xa9t\xc3\xa9.safetensors",
+                                    std::string(300, 'p')};
   // A special byte at every position of a 20-byte path: the eight-bytes-at-a-time scan must see it.
   for (char special : {' ', '"', '\\', '\n', '\x01', '\x1f', '\x7f'}) {
     for (size_t at = 0; at < 20; ++at) {
@@ -84,7 +91,8 @@ TEST_CASE("hand-formatted trace lines equal the reference text and JSON formats"
       paths.push_back(p);
     }
   }
-  TraceNumber write_numbers[] = {{"bytes", 64, false}, {"offset", 6399936, false}, {"end_of_file", ULLONG_MAX, false}};
+  TraceNumber write_numbers[] = {
+      {"bytes", 64, false}, {"offset", 6399936, false}, {"end_of_file", ULLONG_MAX, false}};
   TraceNumber seek_numbers[] = {{"offset", static_cast<unsigned long long>(-5LL), true},
                                 {"whence", 2, true},
                                 {"end_of_file", 0, false}};
@@ -126,7 +134,8 @@ TEST_CASE("hand-formatted trace lines equal the reference text and JSON formats"
   e.numbers = write_numbers;
   e.number_count = 2;
   CHECK(fast(e, 8089, 8089, false) ==
-        "appendguard: trace: pid=8089 tid=8089 write fd=3 /ckpt/a.safetensors bytes=64 offset=6399936 -> 4000\n");
+        "appendguard: trace: pid=8089 tid=8089 write fd=3 /ckpt/a.safetensors bytes=64 offset=6399936 -> "
+        "4000\n");
 }
 
 namespace {
@@ -162,8 +171,8 @@ std::string joined() {
 }
 
 std::string expected_line(const char* operation, int fd) {
-  return reference(event(operation, fd), static_cast<pid_t>(getpid()), static_cast<pid_t>(syscall(SYS_gettid)),
-                   false);
+  return reference(event(operation, fd), static_cast<pid_t>(getpid()),
+                   static_cast<pid_t>(syscall(SYS_gettid)), false);
 }
 
 }  // namespace
