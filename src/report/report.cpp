@@ -380,10 +380,6 @@ void report_trace(const TraceEvent& e) {
   g_sink.write(out.view());
 }
 
-void flush_thread_trace() {
-  flush_own_trace();
-}
-
 void flush_all_traces() {
   if (!t_reporting) flush_every_trace();
 }
@@ -411,6 +407,7 @@ void report_line(std::string_view text) {
 }
 
 void report_notice(const char* message) {
+  flush_all_traces();  // as for a violation: the trace lines before the notice come before it
   ReportLock guard;
   if (guard.reentered()) {  // g_line_text is the interrupted report's
     char line[512];

@@ -85,9 +85,8 @@ void configure_reporter(const Config& config);
 void report_violation(const Violation& v);
 // A trace line, into this thread's trace buffer (report/trace_buffer.h), written to the log in batches.
 void report_trace(const TraceEvent& e);
-// Writes this thread's buffered trace lines (at close and fsync of a guarded file), or every thread's
-// (before a violation report, at exit, before exec). Never waits for long; see trace_buffer.h.
-void flush_thread_trace();
+// Writes every thread's buffered trace lines (before a violation report or a notice, before exec); a
+// thread's own are written at its close and fsync of a guarded file. Never waits for long (trace_buffer.h).
 void flush_all_traces();
 // At exit (atexit, after the handlers that trace): everything buffered is written, and trace lines from
 // then on are written one by one.

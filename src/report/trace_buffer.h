@@ -28,7 +28,7 @@ namespace appendguard {
 // Writes a batch to the log; false when it cannot now (this thread is writing a report: the batch stays).
 using TraceWriter = bool (*)(std::string_view text);
 
-constexpr size_t kTraceBlockBytes = 16 * 1024;
+constexpr size_t kTraceBlockBytes = size_t{16} * 1024;
 
 struct TraceBlock {
   std::atomic<pid_t> holder{0};

@@ -1,5 +1,9 @@
 #include "report/trace_format.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <cstdint>
 #include <cstring>
 
@@ -16,13 +20,26 @@ inline bool special(unsigned char c, bool json) {
   return c < 0x20 || c == '\\' || c == '"' || c == 0x7f || (!json && c == ' ');
 }
 
-// The length of the start of `s` with no special byte, eight bytes at a time (the bit tricks of "Bit
-// Twiddling Hacks": a byte below n, a byte equal to n).
+// The length of the start of `s` with no special byte: sixteen bytes at a time with SSE2 (every x86-64),
+// else eight at a time (the bit tricks of "Bit Twiddling Hacks": a byte below n, a byte equal to n).
 size_t plain_prefix(std::string_view s, bool json) {
+  const unsigned char below = json ? 0x20 : 0x21;  // control bytes, and the space for the text format
+  size_t i = 0;
+#if defined(__SSE2__)
+  const __m128i highest_plain = _mm_set1_epi8(static_cast<char>(below - 1));
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  const __m128i del = _mm_set1_epi8(0x7f);
+  for (; i + 16 <= s.size(); i += 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i));
+    __m128i low = _mm_cmpeq_epi8(_mm_min_epu8(v, highest_plain), v);  // v <= below - 1, unsigned
+    __m128i hits = _mm_or_si128(_mm_or_si128(low, _mm_cmpeq_epi8(v, quote)),
+                                _mm_or_si128(_mm_cmpeq_epi8(v, backslash), _mm_cmpeq_epi8(v, del)));
+    if (int mask = _mm_movemask_epi8(hits)) return i + static_cast<size_t>(__builtin_ctz(mask));
+  }
+#endif
   constexpr uint64_t kOnes = 0x0101010101010101ULL;
   constexpr uint64_t kHighs = 0x8080808080808080ULL;
-  const uint64_t below = json ? 0x20 : 0x21;  // control bytes, and the space for the text format
-  size_t i = 0;
   for (; i + 8 <= s.size(); i += 8) {
     uint64_t w;
     std::memcpy(&w, s.data() + i, 8);
@@ -43,8 +60,27 @@ void FastText::unsigned_number(unsigned long long value) {
       "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
       "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
       "8081828384858687888990919293949596979899";
+  static constexpr unsigned long long kPowers[] = {10ULL,
+                                                   100ULL,
+                                                   1000ULL,
+                                                   10000ULL,
+                                                   100000ULL,
+                                                   1000000ULL,
+                                                   10000000ULL,
+                                                   100000000ULL,
+                                                   1000000000ULL,
+                                                   10000000000ULL,
+                                                   100000000000ULL,
+                                                   1000000000000ULL,
+                                                   10000000000000ULL,
+                                                   100000000000000ULL,
+                                                   1000000000000000ULL,
+                                                   10000000000000000ULL,
+                                                   100000000000000000ULL,
+                                                   1000000000000000000ULL,
+                                                   10000000000000000000ULL};
   size_t digits = 1;
-  for (unsigned long long v = value; v >= 10; v /= 10) ++digits;
+  while (digits < 20 && value >= kPowers[digits - 1]) ++digits;
   if (!room(digits)) return;
   char* p = at_ + digits;
   while (value >= 100) {

@@ -83,10 +83,10 @@ TEST_CASE("hand-formatted trace lines equal the reference text and JSON formats"
                                     "/bell\x07\x7f",
                                     "/utf8/\xc3\xa9t\xc3\xa9.safetensors",
                                     std::string(300, 'p')};
-  // A special byte at every position of a 20-byte path: the eight-bytes-at-a-time scan must see it.
+  // A special byte at every position of a 40-byte path: the 16-byte, 8-byte and byte scans must see it.
   for (char special : {' ', '"', '\\', '\n', '\x01', '\x1f', '\x7f'}) {
-    for (size_t at = 0; at < 20; ++at) {
-      std::string p(20, 'x');
+    for (size_t at = 0; at < 40; ++at) {
+      std::string p(40, 'x');
       p[at] = special;
       paths.push_back(p);
     }
