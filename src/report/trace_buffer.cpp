@@ -123,7 +123,7 @@ void configure_trace_buffers(TraceWriter writer, bool json) {
 }
 
 TraceOutcome buffer_trace(const TraceEvent& e, bool flush_point) {
-  if (g_stopped.load(std::memory_order_relaxed)) return TraceOutcome::kWriteDirectly;
+  if (!g_writer || g_stopped.load(std::memory_order_relaxed)) return TraceOutcome::kWriteDirectly;
   TraceBlock* b = own_block();
   if (!b) return TraceOutcome::kWriteDirectly;
   pid_t expected = 0;
