@@ -124,6 +124,23 @@ class TraceBufferTest(TempDirTest):
                         self.assertIn(("trace", "pwrite64"), kinds[at:])  # the refused call's own line
                         self.assertEqual(kinds[at:].count(("trace", "write")), 1, log)
 
+    def test_a_killed_process_loses_only_the_lines_since_its_last_flush_point(self):
+        # No signal handler is installed (docs/reference.md, Trace): what a crash loses, and no more.
+        for sig in ("SIGKILL", "SIGTERM"):  # (a sanitizer would catch a SIGSEGV itself)
+            with self.subTest(signal=sig):
+                proc, log = self.traced(f"""
+                    import signal
+                    fd = os.open(PATH, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+                    for _ in range(3):
+                        os.write(fd, b"abc")
+                    os.fsync(fd)
+                    os.write(fd, b"lost")
+                    os.kill(os.getpid(), signal.{sig})
+                    """, f"{sig}.log")
+                self.assertEqual(proc.returncode, -getattr(signal, sig), proc.stderr)
+                self.assertEqual([m[2] for m in TRACE.findall(log)], ["open64", "write", "write", "write", "fsync"],
+                                 log)
+
     def test_a_forked_child_does_not_write_its_parents_lines(self):
         proc, log = self.traced("""
             fd = os.open(PATH, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
