@@ -1,12 +1,13 @@
 // Trace lines (APPENDGUARD_TRACE=1) of the hooks: the event handed to report_trace, which buffers it
 // per thread (report/trace_buffer.h). Write and seek lines give their numbers as such (trace_numbers):
 // no printf on the path of every write.
+#include "shim/trace.h"
+
 #include <stdarg.h>
 
 #include <cstdio>
 
 #include "report/report.h"
-#include "shim/guard.h"
 
 namespace appendguard {
 
