@@ -249,9 +249,10 @@ void format_trace_detail(TextBuffer& out, const TraceEvent& e) {
     const TraceNumber& number = e.numbers[i];
     if (i > 0) out.add_text(" ");
     if (number.is_signed) {
-      out.add("{}={}", number.name, static_cast<long long>(number.bits));
+      out.add("{}={}", std::string_view(number.name, number.name_length),
+              static_cast<long long>(number.bits));
     } else {
-      out.add("{}={}", number.name, number.bits);
+      out.add("{}={}", std::string_view(number.name, number.name_length), number.bits);
     }
   }
   out.add_text(e.detail);

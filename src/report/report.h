@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -58,6 +59,7 @@ void format_violation(TextBuffer& out, const Violation& v, const ProcessIdentity
 // A number of a trace line's detail, written "name=value" (the write and seek lines: no printf).
 struct TraceNumber {
   const char* name = "";
+  size_t name_length = 0;
   unsigned long long bits = 0;  // the value (a signed one as its two's complement)
   bool is_signed = false;
 };

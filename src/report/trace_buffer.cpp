@@ -36,6 +36,31 @@ pid_t raw_gettid() {
 void make_prefix(TraceBlock* b) {
   b->prefix_size = format_trace_prefix(b->prefix, sizeof b->prefix, static_cast<pid_t>(syscall(SYS_getpid)),
                                        b->tid, g_json);
+  b->head_size = 0;
+}
+
+// `e`'s line into `out`: its head copied when it is the last line's (same operation, descriptor and path
+// text), else formatted and kept.
+void append_line(TraceBlock* b, FastText& out, const TraceEvent& e) {
+  std::string_view path = e.path;
+  if (b->head_size != 0 && e.operation == b->head_operation && e.fd == b->head_fd &&
+      path.size() == b->head_path_size && std::memcmp(path.data(), b->head_path, path.size()) == 0) {
+    out.text({b->head, b->head_size});
+  } else {
+    size_t start = out.size();
+    append_trace_head(out, {b->prefix, b->prefix_size}, e, path, g_json);
+    size_t size = out.size() - start;
+    b->head_size = 0;
+    if (!out.overflowed() && path.size() <= sizeof b->head_path && size <= sizeof b->head) {
+      std::memcpy(b->head, out.view().data() + start, size);
+      std::memcpy(b->head_path, path.data(), path.size());
+      b->head_operation = e.operation;
+      b->head_fd = e.fd;
+      b->head_path_size = path.size();
+      b->head_size = size;
+    }
+  }
+  append_trace_tail(out, e, g_json);
 }
 
 // Writes out the block's lines; its holder is this thread. They stay when the writer cannot take them now.
@@ -140,7 +165,7 @@ TraceOutcome buffer_trace(const TraceEvent& e, bool flush_point) {
   // Formatted into the free space; if it does not fit there, again after writing the block out.
   for (int attempt = 0; attempt < 2; ++attempt) {
     FastText out(b->data + b->size, sizeof b->data - b->size);
-    append_trace_line(out, {b->prefix, b->prefix_size}, e, g_json);
+    append_line(b, out, e);
     if (!out.overflowed()) {
       b->size += out.size();
       if (flush_point) write_out(b);

@@ -29,6 +29,8 @@ namespace appendguard {
 using TraceWriter = bool (*)(std::string_view text);
 
 constexpr size_t kTraceBlockBytes = size_t{16} * 1024;
+constexpr size_t kTraceHeadPath = 256;  // longer paths are formatted each time
+constexpr size_t kTraceHeadCapacity = 1024;
 
 struct TraceBlock {
   std::atomic<pid_t> holder{0};
@@ -38,7 +40,15 @@ struct TraceBlock {
   size_t size = 0;
   size_t prefix_size = 0;
   char prefix[kTracePrefixCapacity] = {};
-  char data[kTraceBlockBytes - 160] = {};
+  // The head of the last line (prefix, operation, fd, path: append_trace_head), for the next line of the
+  // same operation, descriptor and path text (a write after a write): copied, not formatted again.
+  const char* head_operation = nullptr;
+  int head_fd = -1;
+  size_t head_path_size = 0;
+  size_t head_size = 0;  // 0: none
+  char head_path[kTraceHeadPath] = {};
+  char head[kTraceHeadCapacity] = {};
+  char data[kTraceBlockBytes - kTraceHeadPath - kTraceHeadCapacity - 256] = {};
 };
 
 enum class TraceOutcome {

@@ -179,7 +179,7 @@ void append_numbers(FastText& out, const TraceEvent& e) {
   for (int i = 0; i < e.number_count; ++i) {
     const TraceNumber& number = e.numbers[i];
     if (i > 0) out.character(' ');
-    out.text(number.name);
+    out.text({number.name, number.name_length});
     out.character('=');
     if (number.is_signed) {
       out.signed_number(static_cast<long long>(number.bits));
@@ -191,16 +191,28 @@ void append_numbers(FastText& out, const TraceEvent& e) {
 
 }  // namespace
 
-void append_trace_line(FastText& out, std::string_view prefix, const TraceEvent& e, bool json) {
+void append_trace_head(FastText& out, std::string_view prefix, const TraceEvent& e, std::string_view path,
+                       bool json) {
   out.text(prefix);
   out.text(e.operation);
   if (json) {
     out.text("\",\"fd\":");
     out.signed_number(e.fd);
     out.text(",\"path\":");
-    out.json_string(e.path);
+    out.json_string(path);
     out.text(",\"detail\":\"");
-    append_numbers(out, e);
+  } else {
+    out.text(" fd=");
+    out.signed_number(e.fd);
+    out.character(' ');
+    out.path(path);
+    out.character(' ');
+  }
+}
+
+void append_trace_tail(FastText& out, const TraceEvent& e, bool json) {
+  append_numbers(out, e);
+  if (json) {
     out.json_text(e.detail);
     out.text("\",\"result\":");
     out.signed_number(e.result < 0 ? -1 : e.result);
@@ -212,12 +224,6 @@ void append_trace_line(FastText& out, std::string_view prefix, const TraceEvent&
     out.text("}\n");
     return;
   }
-  out.text(" fd=");
-  out.signed_number(e.fd);
-  out.character(' ');
-  out.path(e.path);
-  out.character(' ');
-  append_numbers(out, e);
   out.text(e.detail);
   if (e.result < 0) {
     out.text(" -> -1 ");
@@ -228,6 +234,11 @@ void append_trace_line(FastText& out, std::string_view prefix, const TraceEvent&
     out.signed_number(e.result);
     out.character('\n');
   }
+}
+
+void append_trace_line(FastText& out, std::string_view prefix, const TraceEvent& e, bool json) {
+  append_trace_head(out, prefix, e, e.path, json);
+  append_trace_tail(out, e, json);
 }
 
 }  // namespace appendguard

@@ -58,5 +58,10 @@ size_t format_trace_prefix(char* out, size_t capacity, pid_t pid, pid_t tid, boo
 
 // Appends `prefix` and the rest of `e`'s line; the result equals format_trace / format_trace_json.
 void append_trace_line(FastText& out, std::string_view prefix, const TraceEvent& e, bool json);
+// The same in two parts: the head (prefix, operation, fd, `path` (e.path's text), up to the detail),
+// which the trace buffer keeps for the next line of the same descriptor, and the rest.
+void append_trace_head(FastText& out, std::string_view prefix, const TraceEvent& e, std::string_view path,
+                       bool json);
+void append_trace_tail(FastText& out, const TraceEvent& e, bool json);
 
 }  // namespace appendguard

@@ -1,6 +1,7 @@
 // Trace mode (APPENDGUARD_TRACE=1): one line per operation on a guarded file.
 #pragma once
 
+#include <cstddef>
 #include <initializer_list>
 
 #include "report/report.h"
@@ -17,11 +18,13 @@ void trace(const char* operation, int fd, const char* path, long long result, in
 // without printf. Lines are buffered per thread (report/trace_buffer.h).
 void trace_numbers(const char* operation, int fd, const char* path, long long result, int error,
                    std::initializer_list<TraceNumber> numbers, const char* suffix = "");
-inline TraceNumber trace_unsigned(const char* name, unsigned long long value) {
-  return {name, value, false};
+template <size_t N>
+TraceNumber trace_unsigned(const char (&name)[N], unsigned long long value) {
+  return {name, N - 1, value, false};
 }
-inline TraceNumber trace_signed(const char* name, long long value) {
-  return {name, static_cast<unsigned long long>(value), true};
+template <size_t N>
+TraceNumber trace_signed(const char (&name)[N], long long value) {
+  return {name, N - 1, static_cast<unsigned long long>(value), true};
 }
 
 }  // namespace appendguard

@@ -92,10 +92,10 @@ TEST_CASE("hand-formatted trace lines equal the reference text and JSON formats"
     }
   }
   TraceNumber write_numbers[] = {
-      {"bytes", 64, false}, {"offset", 6399936, false}, {"end_of_file", ULLONG_MAX, false}};
-  TraceNumber seek_numbers[] = {{"offset", static_cast<unsigned long long>(-5LL), true},
-                                {"whence", 2, true},
-                                {"end_of_file", 0, false}};
+      {"bytes", 5, 64, false}, {"offset", 6, 6399936, false}, {"end_of_file", 11, ULLONG_MAX, false}};
+  TraceNumber seek_numbers[] = {{"offset", 6, static_cast<unsigned long long>(-5LL), true},
+                                {"whence", 6, 2, true},
+                                {"end_of_file", 11, 0, false}};
   for (const std::string& path : paths) {
     for (bool json : {false, true}) {
       TraceEvent e;
@@ -189,6 +189,32 @@ TEST_CASE("trace buffers: batches, flush points, thread exit, fork, reentry and 
   std::string want;
   for (int fd = 0; fd < 10; ++fd) want += expected_line("write", fd);
   CHECK(g_batches[0] == want);
+
+  // The head of a line (up to the path) is reused for the next line of the same operation, descriptor
+  // and path text, and only for it: a path changed in place, another descriptor or operation is new.
+  g_batches.clear();
+  char path[] = "/ckpt/a.safetensors";
+  TraceEvent same = event("write", 4);
+  same.path = path;
+  buffer_trace(same, false);
+  buffer_trace(same, false);
+  path[6] = 'b';
+  buffer_trace(same, false);
+  same.fd = 5;
+  buffer_trace(same, false);
+  same.operation = "pwrite64";
+  buffer_trace(same, false);
+  flush_own_trace();
+  pid_t pid = getpid();
+  auto tid = static_cast<pid_t>(syscall(SYS_gettid));
+  std::string a_line = reference(event("write", 4), pid, tid, false);
+  std::string b_line = a_line;
+  b_line.replace(b_line.find("/ckpt/a"), 7, "/ckpt/b");
+  TraceEvent b5 = event("write", 5);
+  b5.path = "/ckpt/b.safetensors";
+  std::string b5_line = reference(b5, pid, tid, false);
+  b5.operation = "pwrite64";
+  CHECK(joined() == a_line + a_line + b_line + b5_line + reference(b5, pid, tid, false));
 
   // A flush point writes its line and those before it at once.
   g_batches.clear();
