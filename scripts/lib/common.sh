@@ -8,9 +8,10 @@ APPENDGUARD_BUILD="${APPENDGUARD_BUILD_DIR:-$APPENDGUARD_REPO/build}"
 # clang-format: the lint test runs, never skips; rclone: a real write-once store for the e2e tests;
 # python3-venv: the real-client tests (PyTorch, safetensors) run in a virtual environment; e2fsprogs:
 # chattr, for the kernel append-only (chattr +a) e2e tests; clang (libFuzzer, tests/fuzz) and clang-tidy
-# (lint.clang_tidy); GCC's sanitizer runtimes come with g++ (libasan8, libubsan1, libtsan2).
+# (lint.clang_tidy); strace: scripts/bench sets tracing beside `strace -f`; GCC's sanitizer runtimes come
+# with g++ (libasan8, libubsan1, libtsan2).
 APPENDGUARD_PACKAGES=(cmake g++ make pkg-config libfmt-dev libunwind-dev catch2 libfuse3-dev fuse3 python3
-  python3-venv clang-format rclone e2fsprogs clang clang-tidy)
+  python3-venv clang-format rclone e2fsprogs clang clang-tidy strace)
 
 say() { printf '==> %s\n' "$*"; }
 

@@ -14,6 +14,7 @@
 #include "report/python_stack.h"
 #include "report/scratch.h"
 #include "report/summary.h"
+#include "report/trace_buffer.h"
 
 namespace appendguard {
 namespace {
@@ -230,16 +231,38 @@ void format_trace_json(TextBuffer& out, const TraceEvent& e, const ProcessIdenti
           who.tid, e.operation, e.fd);
   add_json_string(out, e.path);
   out.add_text(",\"detail\":");
-  add_json_string(out, e.detail);
+  if (e.number_count == 0) {
+    add_json_string(out, e.detail);
+  } else {
+    char text[1024];
+    TextBuffer detail(text, sizeof text);
+    format_trace_detail(detail, e);
+    add_json_string(out, detail.view());
+  }
   out.add(",\"result\":{}", e.result < 0 ? -1 : e.result);
   if (e.result < 0) out.add(",\"errno\":\"{}\"", errno_name(e.error));
   out.add_text("}\n");
 }
 
+void format_trace_detail(TextBuffer& out, const TraceEvent& e) {
+  for (int i = 0; i < e.number_count; ++i) {
+    const TraceNumber& number = e.numbers[i];
+    if (i > 0) out.add_text(" ");
+    if (number.is_signed) {
+      out.add("{}={}", std::string_view(number.name, number.name_length),
+              static_cast<long long>(number.bits));
+    } else {
+      out.add("{}={}", std::string_view(number.name, number.name_length), number.bits);
+    }
+  }
+  out.add_text(e.detail);
+}
+
 void format_trace(TextBuffer& out, const TraceEvent& e, const ProcessIdentity& who) {
   out.add("appendguard: trace: pid={} tid={} {} fd={} ", who.pid, who.tid, e.operation, e.fd);
   add_escaped_path(out, e.path);
-  out.add(" {}", e.detail);
+  out.add_text(" ");
+  format_trace_detail(out, e);
   if (e.result < 0) {
     out.add(" -> -1 {}\n", errno_name(e.error));
   } else {
@@ -247,11 +270,25 @@ void format_trace(TextBuffer& out, const TraceEvent& e, const ProcessIdentity& w
   }
 }
 
+namespace {
+
+// Trace batches go to the log under the report lock, unless this thread holds it (a signal handler
+// interrupted its report): then they stay in their block.
+bool write_trace_batch(std::string_view text) {
+  ReportLock guard;
+  if (guard.reentered()) return false;
+  g_sink.write(text);
+  return true;
+}
+
+}  // namespace
+
 void configure_reporter(const Config& config) {
   g_sink.configure(config.log_target.c_str());
   g_backtrace_frames = config.backtrace_frames;
   g_python_stack = config.python_stack;
   g_json = config.json;
+  if (config.trace) configure_trace_buffers(write_trace_batch, config.json);
   init_report_scratch();
   if (g_backtrace_frames > 0) load_unwinder();
 }
@@ -268,6 +305,7 @@ void report_violation(const Violation& v) {
     count_event(g_summary.violations);
   }
   if (v.outcome == Outcome::kRefused && v.has_count) count_event(g_summary.refused_bytes, v.count);
+  flush_all_traces();  // the trace lines before this report come before it in the log
   // The stacks are captured into per-thread scratch memory, not onto the stack (docs/design.md).
   ScratchLease lease;
   ReportScratch* scratch = lease.get();
@@ -327,6 +365,10 @@ void report_violation_briefly(const Violation& v, const ProcessIdentity& who) {
 }  // namespace
 
 void report_trace(const TraceEvent& e) {
+  if (t_reporting) return;  // a trace line from a handler that interrupted a report: dropped
+  if (buffer_trace(e, is_trace_flush_point(e.operation)) == TraceOutcome::kBuffered) return;
+  // Written by itself, after the exit flush, for a line longer than a block, or from a signal handler that
+  // interrupted this thread's own trace (trace_buffer.h).
   ProcessIdentity who = current_identity();
   ReportLock guard;
   if (guard.reentered()) return;  // a trace line from a handler that interrupted a report: dropped
@@ -339,9 +381,18 @@ void report_trace(const TraceEvent& e) {
   g_sink.write(out.view());
 }
 
+void flush_all_traces() {
+  if (!t_reporting) flush_every_trace();
+}
+
+void flush_traces_at_exit() {
+  stop_trace_buffering();
+}
+
 void reset_reporter_after_fork() {
   g_report_lock.reset_in_child();
   t_reporting = false;
+  trace_buffers_after_fork_child();
   unwinder_after_fork_child();
   python_stack_after_fork_child();
 }
@@ -357,6 +408,7 @@ void report_line(std::string_view text) {
 }
 
 void report_notice(const char* message) {
+  flush_all_traces();  // as for a violation: the trace lines before the notice come before it
   ReportLock guard;
   if (guard.reentered()) {  // g_line_text is the interrupted report's
     char line[512];

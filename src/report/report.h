@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -55,16 +56,28 @@ struct ProcessIdentity {
 // The text of a report without the stacks (pure; unit-tested).
 void format_violation(TextBuffer& out, const Violation& v, const ProcessIdentity& who);
 
+// A number of a trace line's detail, written "name=value" (the write and seek lines: no printf).
+struct TraceNumber {
+  const char* name = "";
+  size_t name_length = 0;
+  unsigned long long bits = 0;  // the value (a signed one as its two's complement)
+  bool is_signed = false;
+};
+
 // One trace line: "appendguard: trace: ...".
 struct TraceEvent {
   const char* operation = "";
   int fd = -1;
   const char* path = "";
-  const char* detail = "";  // flags, offsets: preformatted by the caller
+  const char* detail = "";  // flags, offsets: preformatted by the caller (after the numbers, if any)
   long long result = 0;
-  int error = 0;  // errno when result < 0
+  int error = 0;                         // errno when result < 0
+  const TraceNumber* numbers = nullptr;  // the detail's first part: "name=value" joined by spaces
+  int number_count = 0;
 };
 void format_trace(TextBuffer& out, const TraceEvent& e, const ProcessIdentity& who);
+// The detail as format_trace writes it: the numbers, then `detail`.
+void format_trace_detail(TextBuffer& out, const TraceEvent& e);
 
 // APPENDGUARD_FORMAT=json: the same as one JSON object on one line (fields in docs/reference.md). The
 // stacks are given as the text format's lines (empty: left out). Pure; unit-tested.
@@ -76,7 +89,14 @@ void format_trace_json(TextBuffer& out, const TraceEvent& e, const ProcessIdenti
 // The process-wide reporter: writes to the configured sink, adds stacks per configuration.
 void configure_reporter(const Config& config);
 void report_violation(const Violation& v);
+// A trace line, into this thread's trace buffer (report/trace_buffer.h), written to the log in batches.
 void report_trace(const TraceEvent& e);
+// Writes every thread's buffered trace lines (before a violation report or a notice, before exec); a
+// thread's own are written at its close and fsync of a guarded file. Never waits for long (trace_buffer.h).
+void flush_all_traces();
+// At exit (atexit, after the handlers that trace): everything buffered is written, and trace lines from
+// then on are written one by one.
+void flush_traces_at_exit();
 // For the open site kept in each description.
 int capture_open_site(void** frames, int max_frames);
 // In the child of fork(): a thread that was reporting does not exist there, so its lock is released.

@@ -40,8 +40,9 @@ APPENDGUARD_SLOW_PATH off64_t guarded_seek(const char* operation, int fd, Descri
   uint64_t end = file->end_of_file;
   file.release();
   if (tracing()) {
-    trace(operation, fd, d->path, result, error, "offset=%lld whence=%d end_of_file=%llu",
-          static_cast<long long>(offset), whence, static_cast<unsigned long long>(end));
+    trace_numbers(
+        operation, fd, d->path, result, error,
+        {trace_signed("offset", offset), trace_signed("whence", whence), trace_unsigned("end_of_file", end)});
   }
   errno = error;
   return result;

@@ -48,10 +48,10 @@ bool refuse_or_report_write(const char* operation, int fd, Description* d, Write
   if (raise_violation(v)) return true;
   int error = errno;
   if (tracing()) {
-    trace(operation, fd, d->path, -1, error, "bytes=%llu offset=%llu end_of_file=%llu (refused)",
-          static_cast<unsigned long long>(request.count),
-          static_cast<unsigned long long>(check.intended_offset),
-          static_cast<unsigned long long>(end_of_file));
+    trace_numbers(operation, fd, d->path, -1, error,
+                  {trace_unsigned("bytes", request.count), trace_unsigned("offset", check.intended_offset),
+                   trace_unsigned("end_of_file", end_of_file)},
+                  " (refused)");
   }
   errno = error;
   return false;
@@ -60,9 +60,9 @@ bool refuse_or_report_write(const char* operation, int fd, Description* d, Write
 void trace_write(const char* operation, int fd, const Description* d, WriteRequest request,
                  const WriteCheck& check, uint64_t end_of_file, ssize_t result) {
   int error = errno;
-  trace(operation, fd, d->path, result, error, "bytes=%llu offset=%llu end_of_file=%llu",
-        static_cast<unsigned long long>(request.count),
-        static_cast<unsigned long long>(check.intended_offset), static_cast<unsigned long long>(end_of_file));
+  trace_numbers(operation, fd, d->path, result, error,
+                {trace_unsigned("bytes", request.count), trace_unsigned("offset", check.intended_offset),
+                 trace_unsigned("end_of_file", end_of_file)});
   errno = error;
 }
 

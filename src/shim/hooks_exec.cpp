@@ -61,6 +61,8 @@ int exec_carrying(const char* operation, char* const* envp, Exec&& exec, bool sp
       commit_all_held("before exec");
     }
   }
+  // The buffered trace lines of this program; not from a vfork child (they are its parent's to write).
+  if (current_mode() != Mode::kOff && tracing() && owns_file_table()) flush_all_traces();
   if (current_mode() == Mode::kOff || !g_files.any_tracked()) return exec(envp);
   CarriedFd fds[kMaxCarriedFds];
   size_t count = collect_carried(fds);

@@ -111,6 +111,8 @@ void initialize() {
   load_mount_table();
   adopt_inherited_descriptors();
   if (g_config->summary) enable_summary_at_exit();  // before: runs after the reservations are filled
+  // Registered after the summary, before the handlers that trace: runs after them and before the summary.
+  if (g_config->trace) atexit(flush_traces_at_exit);
   atexit(fill_reservations_at_exit);
   atexit(commit_held_at_exit);
   RuntimeState state = g_config->mode == Mode::kEnforce ? RuntimeState::kEnforce : RuntimeState::kAudit;

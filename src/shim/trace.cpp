@@ -1,3 +1,6 @@
+// Trace lines (APPENDGUARD_TRACE=1) of the hooks: the event handed to report_trace, which buffers it
+// per thread (report/trace_buffer.h). Write and seek lines give their numbers as such (trace_numbers):
+// no printf on the path of every write.
 #include "shim/trace.h"
 
 #include <stdarg.h>
@@ -8,23 +11,40 @@
 
 namespace appendguard {
 
-// ---------------------------------------------------------------- tracing
-
 void trace(const char* operation, int fd, const char* path, long long result, int error, const char* format,
            ...) {
   InternalScope internal;
   char detail[512];
+  TraceEvent e;
   va_list args;
   va_start(args, format);
-  std::vsnprintf(detail, sizeof detail, format, args);
+  if (format[0] == '%' && format[1] == 's' && format[2] == '\0') {
+    e.detail = va_arg(args, const char*);  // "%s": no formatting
+  } else {
+    std::vsnprintf(detail, sizeof detail, format, args);
+    e.detail = detail;
+  }
   va_end(args);
+  e.operation = operation;
+  e.fd = fd;
+  e.path = path;
+  e.result = result;
+  e.error = error;
+  report_trace(e);
+}
+
+void trace_numbers(const char* operation, int fd, const char* path, long long result, int error,
+                   std::initializer_list<TraceNumber> numbers, const char* suffix) {
+  InternalScope internal;
   TraceEvent e;
   e.operation = operation;
   e.fd = fd;
   e.path = path;
-  e.detail = detail;
+  e.detail = suffix;
   e.result = result;
   e.error = error;
+  e.numbers = numbers.begin();
+  e.number_count = static_cast<int>(numbers.size());
   report_trace(e);
 }
 
