@@ -82,7 +82,64 @@ bool in_this_library(unw_word_t ip) {
   return g_own_base && dladdr(reinterpret_cast<void*>(ip), &info) && info.dli_fbase == g_own_base;
 }
 
+bool starts_with(const char* text, const char* prefix) {
+  return std::strncmp(text, prefix, std::strlen(prefix)) == 0;
+}
+
+// libc (and libpthread, separate before glibc 2.34): the call the program made, or the thread's start.
+// Return addresses point after the call: the call itself is looked up.
+bool in_libc(const void* frame) {
+  Dl_info info{};
+  auto lookup = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(frame) - 1);
+  if (!dladdr(lookup, &info) || !info.dli_fname) return false;
+  const char* module = info.dli_fname;
+  if (const char* slash = std::strrchr(module, '/')) module = slash + 1;
+  return starts_with(module, "libc.so") || starts_with(module, "libc-") || starts_with(module, "libpthread");
+}
+
+// CPython's evaluation loop (_PyEval_EvalFrameDefault, exported by the interpreter): the frames from it
+// down are the interpreter's and its callers', which the Python stack says better. Returns the module
+// it is in (the python executable or libpython), or null.
+void* python_evaluation_module(const void* frame) {
+  Dl_info info{};
+  auto lookup = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(frame) - 1);
+  bool evaluation =
+      dladdr(lookup, &info) && info.dli_sname &&
+      (std::strstr(info.dli_sname, "PyEval_EvalFrame") || std::strstr(info.dli_sname, "PyEval_EvalCode"));
+  return evaluation ? info.dli_fbase : nullptr;
+}
+
+void* module_of(const void* frame) {
+  Dl_info info{};
+  auto lookup = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(frame) - 1);
+  return dladdr(lookup, &info) ? info.dli_fbase : nullptr;
+}
+
 }  // namespace
+
+int frames_that_matter(void* const* frames, int count, bool python_shown, bool reached_bottom) {
+  int shown = count;
+  if (python_shown) {
+    for (int i = 1; i < count; ++i) {
+      if (void* interpreter = python_evaluation_module(frames[i])) {
+        // Above the loop, the interpreter's own frames that lead to the call (its io module, the
+        // calling convention's glue) are noise too: the first frame, the call into libc, stays, and so
+        // does everything from the last frame of an extension (libtorch, a C module) up.
+        shown = i;
+        while (shown > 1 && module_of(frames[shown - 1]) == interpreter) --shown;
+        reached_bottom = false;  // the thread's start is below, and left out already
+        break;
+      }
+    }
+  }
+  if (reached_bottom) {
+    // The main thread starts at _start (the program's), which calls __libc_start_main; other threads at
+    // libc's clone3 and start_thread.
+    if (shown >= 3 && !in_libc(frames[shown - 1]) && in_libc(frames[shown - 2])) --shown;
+    while (shown > 1 && in_libc(frames[shown - 1])) --shown;
+  }
+  return shown;
+}
 
 struct UnwindState {
   unw_context_t context;
@@ -91,37 +148,56 @@ struct UnwindState {
 static_assert(sizeof(UnwindState) <= kUnwindSpace && alignof(UnwindState) <= 64);
 static_assert(sizeof(ReportScratch::unwind) == kUnwindSpace);
 
-void capture_stack(CapturedStack& stack, int max_frames, int skip, unsigned char* unwind_space) {
-  stack.count = 0;
-  stack.in_signal_handler = false;
-  if (!g_loaded.load(std::memory_order_acquire) || max_frames <= 0) return;
-  if (g_unwinding_disabled.load(std::memory_order_relaxed)) return;
-  UnwindingScope unwinding;
-  if (max_frames > CapturedStack::kMaxFrames) max_frames = CapturedStack::kMaxFrames;
-  auto* state = new (unwind_space) UnwindState;
-  unw_context_t& context = state->context;
-  unw_cursor_t& cursor = state->cursor;
-  if (g_unwinder.getcontext(&context) != 0 || g_unwinder.init_local(&cursor, &context) != 0) return;
-  int depth = 0;
-  do {
-    unw_word_t ip = 0;
-    if (g_unwinder.get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0) break;
-    if (g_unwinder.is_signal_frame(&cursor) > 0) stack.in_signal_handler = true;
-    if (depth++ >= skip && (stack.count > 0 || !in_this_library(ip))) {
+void capture_stack(CapturedStack& stack, int max_frames, int skip, unsigned char* unwind_space,
+                   StackScope scope) {
+  // A stack that is all libc's (a destructor at exit, a thread of libc's own) is kept whole rather than
+  // shown empty: a second pass, in this same frame so that `skip` counts the same frames.
+  for (StackScope pass = scope;; pass = StackScope::kWhole) {
+    stack.count = 0;
+    stack.in_signal_handler = false;
+    stack.reached_bottom = false;
+    stack.libc_frames_skipped = 0;
+    stack.frames_beyond = 0;
+    if (!g_loaded.load(std::memory_order_acquire) || max_frames <= 0) return;
+    if (g_unwinding_disabled.load(std::memory_order_relaxed)) return;
+    UnwindingScope unwinding;
+    if (max_frames > CapturedStack::kMaxFrames) max_frames = CapturedStack::kMaxFrames;
+    auto* state = new (unwind_space) UnwindState;
+    unw_context_t& context = state->context;
+    unw_cursor_t& cursor = state->cursor;
+    if (g_unwinder.getcontext(&context) != 0 || g_unwinder.init_local(&cursor, &context) != 0) return;
+    int depth = 0;
+    bool more = true;
+    do {
+      unw_word_t ip = 0;
+      if (g_unwinder.get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0) {
+        more = false;
+        break;
+      }
+      if (g_unwinder.is_signal_frame(&cursor) > 0) stack.in_signal_handler = true;
+      if (depth++ < skip) continue;
+      if (stack.count == 0 && in_this_library(ip)) continue;
+      if (stack.count == 0 && pass == StackScope::kCulprit && in_libc(reinterpret_cast<void*>(ip))) {
+        ++stack.libc_frames_skipped;
+        continue;
+      }
       stack.frames[stack.count++] = reinterpret_cast<void*>(ip);
+    } while (stack.count < max_frames && (more = g_unwinder.step(&cursor) > 0));
+    stack.reached_bottom = !more;
+    // Keep looking for a signal frame beyond the kept frames (it decides whether we may allocate), and
+    // count the frames left out.
+    for (; more && stack.frames_beyond < 512 && g_unwinder.step(&cursor) > 0; ++stack.frames_beyond) {
+      if (!stack.in_signal_handler && g_unwinder.is_signal_frame(&cursor) > 0) stack.in_signal_handler = true;
     }
-  } while (stack.count < max_frames && g_unwinder.step(&cursor) > 0);
-  // Keep looking for a signal frame beyond the printed frames: it decides whether we may allocate.
-  for (int extra = 0; !stack.in_signal_handler && extra < 512 && g_unwinder.step(&cursor) > 0; ++extra) {
-    if (g_unwinder.is_signal_frame(&cursor) > 0) stack.in_signal_handler = true;
+    if (stack.count > 0 || stack.libc_frames_skipped == 0 || pass == StackScope::kWhole) return;
   }
 }
 
-int capture_addresses(void** frames, int max_frames, int skip) {
+int capture_addresses(void** frames, int max_frames, int skip, StackScope scope) {
   ScratchLease lease;
   ReportScratch* scratch = lease.get();
   if (!scratch) return 0;
-  capture_stack(scratch->stack, max_frames, skip + 1, scratch->unwind);
+  capture_stack(scratch->stack, max_frames, skip + 1, scratch->unwind, scope);
   for (int i = 0; i < scratch->stack.count; ++i) frames[i] = scratch->stack.frames[i];
   return scratch->stack.count;
 }
