@@ -22,6 +22,13 @@ struct WriteRequest {
   uint64_t offset = 0;
   bool rwf_append = false;    // pwritev2 RWF_APPEND
   bool rwf_noappend = false;  // pwritev2 RWF_NOAPPEND: writes in place even on an O_APPEND descriptor
+
+  // write, writev, fwrite: at the descriptor's position.
+  static WriteRequest at_position(uint64_t count) { return {.count = count}; }
+  // pwrite and the like: at an explicit offset, the position does not move.
+  static WriteRequest at_offset(uint64_t count, int64_t offset) {
+    return {.count = count, .has_offset = true, .offset = static_cast<uint64_t>(offset)};
+  }
 };
 
 enum class WriteVerdict { kAllowed, kNotAtEnd, kNoAppendFlag };

@@ -9,17 +9,10 @@
 
 #include "core/config.h"
 #include "core/file_table.h"
+#include "core/violation_outcome.h"
 #include "report/text_buffer.h"
 
 namespace appendguard {
-
-enum class Outcome {
-  kRefused,        // the call failed with `error`, nothing reached the file
-  kAborted,        // abort() follows the report
-  kLetThrough,     // enforce + warn: the call went on; bytes land at `landing_offset`
-  kAuditOnly,      // audit mode: nothing changed; the call would fail on an append-only mount
-  kKernelRefuses,  // the kernel itself fails the call (read of a write-only handle, shared mapping)
-};
 
 struct Violation {
   const char* operation = "";  // the libc name, e.g. "pwrite64"
@@ -41,6 +34,17 @@ struct Violation {
   // A write at the position, not at the end: where the program moved the position away from the end,
   // if a seek did (null otherwise, or when nothing was recorded).
   const SeekSite* left_end_at = nullptr;
+
+  Violation& with_count(uint64_t bytes) {
+    has_count = true;
+    count = bytes;
+    return *this;
+  }
+  Violation& with_offset(int64_t where) {
+    has_offset = true;
+    offset = where;
+    return *this;
+  }
 };
 
 struct ProcessIdentity {

@@ -3,6 +3,9 @@
 #include <stdio_ext.h>
 #include <stdlib.h>
 
+#include "shim/guard_descriptor.h"
+#include "shim/guard_seek.h"
+#include "shim/guard_write.h"
 #include "shim/hook.h"
 
 namespace appendguard {
@@ -43,7 +46,7 @@ StreamCookie* cookie_of(FILE* stream) {
 ssize_t write_once(int fd, const char* buf, size_t size) {
   Description* d = tracked_description(fd);
   if (!d) return real_write(fd, buf, size);
-  return guarded_write("stdio_write", fd, d, WriteRequest{size, false, 0, false, false},
+  return guarded_write("stdio_write", fd, d, WriteRequest::at_position(size),
                        [&] { return real_write(fd, buf, size); });
 }
 

@@ -8,8 +8,9 @@
 
 #include <cstdio>
 
-#include "shim/guard.h"
+#include "shim/guard_size.h"
 #include "shim/real_io.h"
+#include "shim/trace.h"
 
 namespace appendguard {
 namespace {

@@ -14,10 +14,13 @@
 #include <ctime>
 
 #include "core/open_flags.h"
+#include "report/report.h"
 #include "report/summary.h"
-#include "shim/guard.h"
+#include "shim/guarded_paths.h"
+#include "shim/held_file.h"
 #include "shim/mount_guard.h"
 #include "shim/real_io.h"
+#include "shim/trace.h"
 
 namespace appendguard {
 

@@ -1,9 +1,9 @@
-// What every hook file needs: the export attribute, the runtime, the guarded operations, the real calls.
+// What every hook file needs: the export attribute, the runtime, the real calls. Each hooks_*.cpp file
+// includes the guard of its own operations (guard_open.h, guard_write.h, guard_size.h, guard_descriptor.h).
 #pragma once
 
 #include <errno.h>
 
-#include "shim/guard.h"
 #include "shim/real_io.h"
 #include "shim/runtime.h"
 

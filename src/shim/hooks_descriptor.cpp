@@ -3,9 +3,12 @@
 #include <stdarg.h>
 #include <stdint.h>
 
+#include "shim/guard_descriptor.h"
+#include "shim/guard_seek.h"
 #include "shim/guarded.h"
 #include "shim/held_sessions.h"
 #include "shim/hook.h"
+#include "shim/trace.h"
 
 using namespace appendguard;
 

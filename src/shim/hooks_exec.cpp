@@ -10,6 +10,7 @@
 #include "core/carried_fds.h"
 #include "shim/held_sessions.h"
 #include "shim/hook.h"
+#include "shim/trace.h"
 
 extern char** environ;
 

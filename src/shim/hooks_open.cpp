@@ -2,6 +2,8 @@
 #include <stdarg.h>
 
 #include "core/open_flags.h"
+#include "shim/guard_descriptor.h"
+#include "shim/guard_open.h"
 #include "shim/held_sessions.h"
 #include "shim/hook.h"
 #include "shim/unguarded_notice.h"

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <sys/uio.h>
 
+#include "shim/guard_descriptor.h"
 #include "shim/guarded.h"
 #include "shim/hook.h"
 

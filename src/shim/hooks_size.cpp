@@ -1,17 +1,13 @@
 // Truncation and preallocation: refused on guarded files unless they leave the size as it is.
+#include "shim/guard_size.h"
 #include "shim/guarded.h"
+#include "shim/guarded_paths.h"
 #include "shim/hook.h"
+#include "shim/trace.h"
 
 using namespace appendguard;
 
 namespace {
-
-Resize truncation(off64_t length) {
-  return Resize{0, length, -1, false};
-}
-Resize allocation(int mode, off64_t offset, off64_t length, bool returns_error) {
-  return Resize{offset, length, mode, returns_error};
-}
 
 template <typename Real>
 int truncate_hook(const char* operation, const char* path, off64_t length, Real&& real) {
@@ -41,13 +37,14 @@ int stat_and_note(const char* operation, int fd, Stat* st, Real&& real) {
 int guarded::ftruncate(int fd, off_t length) {
   Description* d = tracked_description(fd);
   if (!d) return real_ftruncate(fd, length);
-  return guarded_resize("ftruncate", fd, d, truncation(length), [&] { return real_ftruncate(fd, length); });
+  return guarded_resize("ftruncate", fd, d, Resize::truncation(length),
+                        [&] { return real_ftruncate(fd, length); });
 }
 
 int guarded::ftruncate64(int fd, off64_t length) {
   Description* d = tracked_description(fd);
   if (!d) return real_ftruncate64(fd, length);
-  return guarded_resize("ftruncate64", fd, d, truncation(length),
+  return guarded_resize("ftruncate64", fd, d, Resize::truncation(length),
                         [&] { return real_ftruncate64(fd, length); });
 }
 
@@ -79,27 +76,27 @@ APPENDGUARD_HOOK int truncate64(const char* path, off64_t length) {
 int guarded::fallocate(int fd, int mode, off_t offset, off_t length) {
   Description* d = tracked_description(fd);
   if (!d) return real_fallocate(fd, mode, offset, length);
-  return guarded_resize("fallocate", fd, d, allocation(mode, offset, length, false),
+  return guarded_resize("fallocate", fd, d, Resize::allocation(offset, length, mode, false),
                         [&] { return real_fallocate(fd, mode, offset, length); });
 }
 
 int guarded::fallocate64(int fd, int mode, off64_t offset, off64_t length) {
   Description* d = tracked_description(fd);
   if (!d) return real_fallocate64(fd, mode, offset, length);
-  return guarded_resize("fallocate64", fd, d, allocation(mode, offset, length, false),
+  return guarded_resize("fallocate64", fd, d, Resize::allocation(offset, length, mode, false),
                         [&] { return real_fallocate64(fd, mode, offset, length); });
 }
 
 int guarded::posix_fallocate(int fd, off_t offset, off_t length) {
   Description* d = tracked_description(fd);
   if (!d) return real_posix_fallocate(fd, offset, length);
-  return guarded_resize("posix_fallocate", fd, d, allocation(0, offset, length, true),
+  return guarded_resize("posix_fallocate", fd, d, Resize::allocation(offset, length, 0, true),
                         [&] { return real_posix_fallocate(fd, offset, length); });
 }
 
 int guarded::posix_fallocate64(int fd, off64_t offset, off64_t length) {
   Description* d = tracked_description(fd);
   if (!d) return real_posix_fallocate64(fd, offset, length);
-  return guarded_resize("posix_fallocate64", fd, d, allocation(0, offset, length, true),
+  return guarded_resize("posix_fallocate64", fd, d, Resize::allocation(offset, length, 0, true),
                         [&] { return real_posix_fallocate64(fd, offset, length); });
 }

@@ -1,5 +1,6 @@
 // Descriptors received over unix sockets (SCM_RIGHTS) are adopted if their files are guarded. The
 // untracked path tests the control length the kernel returned.
+#include "shim/guard_open.h"
 #include "shim/hook.h"
 
 using namespace appendguard;

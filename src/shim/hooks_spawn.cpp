@@ -9,6 +9,7 @@
 
 #include "shim/held_sessions.h"
 #include "shim/hook.h"
+#include "shim/trace.h"
 
 using namespace appendguard;
 

@@ -8,7 +8,13 @@
 
 #include "core/fopen_mode.h"
 #include "shim/cookie_stream.h"
+#include "shim/guard_descriptor.h"
+#include "shim/guard_open.h"
+#include "shim/guard_size.h"
+#include "shim/guard_write.h"
+#include "shim/guarded_paths.h"
 #include "shim/hook.h"
+#include "shim/trace.h"
 
 using namespace appendguard;
 
@@ -170,7 +176,7 @@ int guarded_vdprintf(const char* operation, int fd, Description* d, const char* 
   va_end(again);
   if (length < 0) return -1;
   size_t count = static_cast<size_t>(length);
-  ssize_t written = guarded_write(operation, fd, d, WriteRequest{count, false, 0, false, false},
+  ssize_t written = guarded_write(operation, fd, d, WriteRequest::at_position(count),
                                   [&] { return write_all(fd, text, count); });
   if (text != local) keep_errno([&](int) { std::free(text); });
   return written == static_cast<ssize_t>(count) ? length : -1;

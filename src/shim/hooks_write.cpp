@@ -2,6 +2,7 @@
 #include <sys/sendfile.h>
 #include <sys/uio.h>
 
+#include "shim/guard_write.h"
 #include "shim/guarded.h"
 #include "shim/hook.h"
 
@@ -22,23 +23,16 @@ uint64_t iov_total(const iovec* iov, int count) {
   return total;
 }
 
-WriteRequest at_position(uint64_t count) {
-  return WriteRequest{count, false, 0, false, false};
-}
-
-WriteRequest at_offset(uint64_t count, off64_t offset) {
-  return WriteRequest{count, true, static_cast<uint64_t>(offset), false, false};
-}
-
 WriteRequest for_pwritev2(uint64_t count, off64_t offset, int flags) {
-  WriteRequest request = offset == -1 ? at_position(count) : at_offset(count, offset);
+  WriteRequest request =
+      offset == -1 ? WriteRequest::at_position(count) : WriteRequest::at_offset(count, offset);
   request.rwf_append = (flags & RWF_APPEND) != 0;
   request.rwf_noappend = (flags & RWF_NOAPPEND) != 0;
   return request;
 }
 
 WriteRequest for_copy(uint64_t count, const off64_t* out_offset) {
-  return out_offset ? at_offset(count, *out_offset) : at_position(count);
+  return out_offset ? WriteRequest::at_offset(count, *out_offset) : WriteRequest::at_position(count);
 }
 
 // sendfile, copy_file_range and splice fail on O_APPEND descriptors (EBADF/EINVAL): in enforce mode,
@@ -52,41 +46,42 @@ bool copies_by_write(const Description* d) {
 ssize_t guarded::write(int fd, const void* buf, size_t count) {
   Description* d = tracked_description(fd);
   if (!d) return real_write(fd, buf, count);
-  return guarded_write("write", fd, d, at_position(count), [&] { return real_write(fd, buf, count); });
+  return guarded_write("write", fd, d, WriteRequest::at_position(count),
+                       [&] { return real_write(fd, buf, count); });
 }
 
 ssize_t guarded::pwrite(int fd, const void* buf, size_t count, off_t offset) {
   Description* d = tracked_description(fd);
   if (!d) return real_pwrite(fd, buf, count, offset);
-  return guarded_write("pwrite", fd, d, at_offset(count, offset),
+  return guarded_write("pwrite", fd, d, WriteRequest::at_offset(count, offset),
                        [&] { return real_pwrite(fd, buf, count, offset); });
 }
 
 ssize_t guarded::pwrite64(int fd, const void* buf, size_t count, off64_t offset) {
   Description* d = tracked_description(fd);
   if (!d) return real_pwrite64(fd, buf, count, offset);
-  return guarded_write("pwrite64", fd, d, at_offset(count, offset),
+  return guarded_write("pwrite64", fd, d, WriteRequest::at_offset(count, offset),
                        [&] { return real_pwrite64(fd, buf, count, offset); });
 }
 
 ssize_t guarded::writev(int fd, const iovec* iov, int iovcnt) {
   Description* d = tracked_description(fd);
   if (!d) return real_writev(fd, iov, iovcnt);
-  return guarded_write("writev", fd, d, at_position(iov_total(iov, iovcnt)),
+  return guarded_write("writev", fd, d, WriteRequest::at_position(iov_total(iov, iovcnt)),
                        [&] { return real_writev(fd, iov, iovcnt); });
 }
 
 ssize_t guarded::pwritev(int fd, const iovec* iov, int iovcnt, off_t offset) {
   Description* d = tracked_description(fd);
   if (!d) return real_pwritev(fd, iov, iovcnt, offset);
-  return guarded_write("pwritev", fd, d, at_offset(iov_total(iov, iovcnt), offset),
+  return guarded_write("pwritev", fd, d, WriteRequest::at_offset(iov_total(iov, iovcnt), offset),
                        [&] { return real_pwritev(fd, iov, iovcnt, offset); });
 }
 
 ssize_t guarded::pwritev64(int fd, const iovec* iov, int iovcnt, off64_t offset) {
   Description* d = tracked_description(fd);
   if (!d) return real_pwritev64(fd, iov, iovcnt, offset);
-  return guarded_write("pwritev64", fd, d, at_offset(iov_total(iov, iovcnt), offset),
+  return guarded_write("pwritev64", fd, d, WriteRequest::at_offset(iov_total(iov, iovcnt), offset),
                        [&] { return real_pwritev64(fd, iov, iovcnt, offset); });
 }
 
@@ -107,7 +102,7 @@ ssize_t guarded::pwritev64v2(int fd, const iovec* iov, int iovcnt, off64_t offse
 ssize_t guarded::sendfile(int out_fd, int in_fd, off_t* offset, size_t count) {
   Description* d = tracked_description(out_fd);
   if (!d) return real_sendfile(out_fd, in_fd, offset, count);
-  return guarded_write("sendfile", out_fd, d, at_position(count), [&]() -> ssize_t {
+  return guarded_write("sendfile", out_fd, d, WriteRequest::at_position(count), [&]() -> ssize_t {
     if (copies_by_write(d)) return copy_by_write(in_fd, offset, out_fd, nullptr, count);
     return real_sendfile(out_fd, in_fd, offset, count);
   });
@@ -116,7 +111,7 @@ ssize_t guarded::sendfile(int out_fd, int in_fd, off_t* offset, size_t count) {
 ssize_t guarded::sendfile64(int out_fd, int in_fd, off64_t* offset, size_t count) {
   Description* d = tracked_description(out_fd);
   if (!d) return real_sendfile64(out_fd, in_fd, offset, count);
-  return guarded_write("sendfile64", out_fd, d, at_position(count), [&]() -> ssize_t {
+  return guarded_write("sendfile64", out_fd, d, WriteRequest::at_position(count), [&]() -> ssize_t {
     if (copies_by_write(d)) return copy_by_write(in_fd, offset, out_fd, nullptr, count);
     return real_sendfile64(out_fd, in_fd, offset, count);
   });

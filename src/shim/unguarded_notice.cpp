@@ -6,7 +6,7 @@
 
 #include "core/unguarded_failure.h"
 #include "report/report.h"
-#include "shim/guard.h"
+#include "shim/guarded_paths.h"
 #include "shim/mount_guard.h"
 #include "shim/real_io.h"
 #include "shim/runtime.h"

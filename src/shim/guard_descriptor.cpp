@@ -1,0 +1,133 @@
+#include "shim/guard_descriptor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/unguarded_failure.h"
+#include "shim/guard_size.h"
+#include "shim/held_file.h"
+#include "shim/held_sessions.h"
+#include "shim/real_io.h"
+#include "shim/report_once.h"
+#include "shim/store_refusal.h"
+#include "shim/trace.h"
+#include "shim/violation.h"
+
+namespace appendguard {
+
+void note_duplicate(const char* operation, int old_fd, int new_fd) {
+  if (new_fd < 0 || !owns_file_table()) return;
+  Description* before = g_files.lookup(old_fd);
+  g_files.alias(old_fd, new_fd);
+  if (tracing() && before) trace(operation, new_fd, before->path, new_fd, 0, "from fd=%d", old_fd);
+}
+
+void note_close(int fd) {
+  if (owns_file_table()) g_files.forget(fd);
+}
+
+int close_tracked(int fd) {
+  // On FUSE mounts close reports what the flush of the data found (HDFS: the write errors, write-once
+  // stores: a failed upload), so the trace shows its real result and a store's refusal of a descriptor
+  // we reopened is explained. What both need is copied first: forgetting recycles the description.
+  const bool traced = tracing();
+  bool rewritten = false;
+  char path[kMaxPath] = "";
+  RefusedCall refused{path, 0, 0, false};
+  if (Description* d = g_files.lookup(fd)) {
+    if (d->starts_session && hold_instead_of_close(fd, d)) return 0;
+    fill_reservation_before_close(fd, d);
+    rewritten = rewritten_open(d) && !reported_already(d, kStoreRefusalReported);
+    if (traced || rewritten) std::snprintf(path, sizeof path, "%s", d->path);
+    refused = RefusedCall::of(d);
+    refused.path = path;
+  }
+  note_close(fd);
+  int result = real_close(fd);
+  if (result < 0 && rewritten && is_store_refusal(errno)) {
+    int error = errno;
+    explain_store_refusal("close", fd, refused, error);
+    errno = error;
+  }
+  if (traced) {
+    int error = errno;
+    trace("close", fd, path, result, error, "%s", "");
+    errno = error;
+  }
+  return result;
+}
+
+void note_close_range(const char* operation, unsigned first, unsigned last) {
+  if (!owns_file_table()) return;
+  if (tracing()) {
+    int highest = g_files.highest_fd();
+    unsigned end = highest < 0 ? 0 : std::min(last, static_cast<unsigned>(highest));
+    for (unsigned fd = first; highest >= 0 && fd <= end; ++fd) {
+      if (Description* d = g_files.lookup(static_cast<int>(fd))) {
+        trace(operation, static_cast<int>(fd), d->path, 0, 0, "closed by %s(%u, %u)", operation, first, last);
+      }
+    }
+  }
+  g_files.forget_range(first, last);
+}
+
+int setfl_flags(Description* d, int requested) {
+  if (g_config->mode == Mode::kEnforce && d->kernel_appends) return requested | O_APPEND;
+  return requested;
+}
+
+void note_setfl(int fd, Description* d, int requested, int applied, int result) {
+  if (result != 0) return;
+  HeldFile file(fd, d);
+  if (!file) return;
+  // F_GETFL shows the O_APPEND we added, so a program passing it back is not asking to append.
+  if (requested & O_APPEND) {
+    if (!d->kernel_appends) d->program_appends = true;
+  } else {
+    d->program_appends = false;
+  }
+  d->kernel_appends = (applied & O_APPEND) != 0;
+}
+
+void note_read(const char* operation, int fd, Description* d, bool moves_position, ssize_t result,
+               int error) {
+  if (moves_position && result > 0) {
+    if (HeldFile file(fd, d); file) d->position += static_cast<uint64_t>(result);
+  }
+  const bool enforce = g_config->mode == Mode::kEnforce;
+  bool made_write_only =
+      (d->site.original_flags & O_ACCMODE) == O_RDWR && (d->site.effective_flags & O_ACCMODE) == O_WRONLY;
+  bool report = enforce ? made_write_only : d->readable_by_program;
+  if (report && first_report_of(d, kReadReported)) {
+    Violation v = violation_on(operation, fd, d, d->file->end_of_file,
+                               enforce ? "the program opened the file read-write and now reads it; "
+                                         "appendguard made the handle "
+                                         "write-only for the append-only mount (only the first read of "
+                                         "this descriptor is "
+                                         "reported)"
+                                       : "the program reads a file it opened read-write; an append-only "
+                                         "mount cannot read and "
+                                         "write one handle, and enforce mode makes it write-only so "
+                                         "this read would fail with "
+                                         "EBADF (only the first read of this descriptor is reported)");
+    raise_violation(v, ViolationKind::kObserved, result < 0 ? error : 0);
+  }
+  if (tracing()) trace(operation, fd, d->path, result, error, "%s", "");
+}
+
+void note_mmap(const char* operation, int fd, Description* d, int prot, int flags, bool failed, int error) {
+  bool shared_writable = (prot & PROT_WRITE) && (flags & MAP_TYPE) != MAP_PRIVATE;
+  if (shared_writable && first_report_of(d, kMapReported)) {
+    Violation v = violation_on(operation, fd, d, d->file->end_of_file,
+                               "a shared writable mapping writes anywhere in the file; an append-only mount "
+                               "refuses it");
+    raise_violation(v, ViolationKind::kObserved, failed ? error : 0);
+  }
+  if (tracing()) trace(operation, fd, d->path, failed ? -1 : 0, error, "prot=%d flags=%#x", prot, flags);
+}
+
+}  // namespace appendguard

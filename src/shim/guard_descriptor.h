@@ -1,0 +1,30 @@
+// Everything else on a tracked descriptor: duplicates, closes, flags, reads and mappings. These keep the
+// file table in step with the kernel's descriptors; only reads and mappings can be violations.
+#pragma once
+
+#include <sys/types.h>
+
+#include "core/file_table.h"
+#include "shim/runtime.h"
+
+namespace appendguard {
+
+void note_duplicate(const char* operation, int old_fd, int new_fd);
+void note_close(int fd);
+// close() of a tracked descriptor: forget it, close it, trace the real result.
+int close_tracked(int fd);
+// A descriptor number the kernel just handed out for something we do not guard: if we still track that
+// number, it was closed behind our back (a raw syscall, glibc closing internally) and is forgotten.
+inline int forget_if_stale(int fd) {
+  if (__builtin_expect(g_files.lookup(fd) != nullptr, 0)) note_close(fd);
+  return fd;
+}
+void note_close_range(const char* operation, unsigned first, unsigned last);
+// F_SETFL: O_APPEND cannot be cleared on a descriptor we made append-only. Returns the flags to set.
+int setfl_flags(Description* d, int requested);
+void note_setfl(int fd, Description* d, int requested, int applied, int result);
+
+void note_read(const char* operation, int fd, Description* d, bool moves_position, ssize_t result, int error);
+void note_mmap(const char* operation, int fd, Description* d, int prot, int flags, bool failed, int error);
+
+}  // namespace appendguard

@@ -1,0 +1,351 @@
+#include "shim/guard_open.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "core/errno_names.h"
+#include "core/path.h"
+#include "report/report.h"
+#include "report/summary.h"
+#include "shim/guard_descriptor.h"
+#include "shim/guarded_paths.h"
+#include "shim/held_sessions.h"
+#include "shim/mount_guard.h"
+#include "shim/runtime.h"
+#include "shim/trace.h"
+#include "shim/violation.h"
+
+namespace appendguard {
+namespace {
+
+pid_t gettid_raw() {
+  return static_cast<pid_t>(syscall(SYS_gettid));
+}
+
+void report_open_in_audit(const OpenRequest& request, const OpenDecision& decision, int fd, Description* d,
+                          uint64_t size) {
+  int access = request.flags & O_ACCMODE;
+  const char* why = nullptr;
+  if (access == O_RDWR && decision.existed) {
+    why =
+        "opens an existing file read-write; an append-only mount gives a read stream whose writes fail "
+        "(enforce mode rewrites this open to O_WRONLY|O_APPEND)";
+  } else if (access == O_WRONLY && !(request.flags & (O_APPEND | O_TRUNC)) && decision.existed && size > 0) {
+    why =
+        "opens an existing file for writing without O_APPEND; on HDFS this replaces the file (enforce "
+        "mode adds O_APPEND)";
+  }
+  if (!why) return;
+  Violation v = violation_on(request.function, fd, d, size, why);
+  v.fixed_by_enforce = true;
+  raise_violation(v);
+}
+
+// The mount refused the open we rewrote: say why the program sees this error, since it did not ask for
+// these flags.
+void explain_refused_rewrite(const OpenRequest& request, const OpenDecision& decision, int error) {
+  if (error != EPERM && error != EOPNOTSUPP && error != EINVAL && error != ENOSYS) return;
+  char effective[160];
+  format_open_flags(decision.flags, effective, sizeof effective);
+  char message[kMaxPath + 512];
+  std::snprintf(message, sizeof message,
+                "%s(\"%s\"): the filesystem refused the open as rewritten (%s) with %s: it does not append "
+                "to existing files (mountpoint-s3 does so only with --incremental-upload on S3 Express One "
+                "Zone); APPENDGUARD_REOPEN=rewrite writes such files anew instead; see docs/limits.md",
+                request.function, decision.path, effective, errno_name(error));
+  report_notice(message);
+}
+
+void explain_refused_rewrite_by_truncation(const OpenRequest& request, const OpenDecision& decision,
+                                           int error) {
+  if (error != EPERM && error != EOPNOTSUPP && error != EINVAL && error != ENOSYS && error != EACCES) return;
+  char effective[160];
+  format_open_flags(decision.flags, effective, sizeof effective);
+  char message[kMaxPath + 512];
+  std::snprintf(message, sizeof message,
+                "%s(\"%s\"): APPENDGUARD_REOPEN=rewrite reopens an existing file truncating it (%s) to write "
+                "its bytes back, and the filesystem refused that with %s; the file is unchanged. A kernel "
+                "append-only file (chattr +a) or a store that appends but cannot replace a file needs "
+                "APPENDGUARD_REOPEN=append (the default); see docs/stores.md",
+                request.function, decision.path, effective, errno_name(error));
+  report_notice(message);
+}
+
+}  // namespace
+
+void decide_open(const OpenRequest& request, OpenDecision& decision) {
+  decision.guarded = false;
+  decision.trace_only = false;
+  decision.existed = false;
+  decision.rewrite_existing = false;
+  decision.exists = false;
+  decision.hold = false;
+  decision.reuse_fd = -1;
+  decision.reuse_end = 0;
+  decision.flags = request.flags;
+  if (!request.path || InternalScope::active()) return;
+  Mode mode = current_mode();
+  if (mode == Mode::kOff) return;
+  bool writes = is_write_open(request.flags);
+  if (!writes && __builtin_expect(any_held_sessions(), 0))
+    commit_held_before_read(request.dirfd, request.path);
+  if (!writes && !g_config->trace) return;
+  if (!matched_by_name(request.dirfd, request.path, decision.path)) {
+    // Not by name: a write open on an append-only mount is guarded all the same.
+    if (!writes || !any_append_only_mount()) return;
+    if (!resolve_full_path(request.dirfd, request.path, decision.path)) return;
+    if (!append_only_mount_of(decision.path)) return;
+  }
+  if (!writes) {
+    decision.trace_only = true;
+    return;
+  }
+  // Only regular files are rewritten: an O_RDWR open of a FIFO made write-only would block until a
+  // reader came. A file that does not exist yet will be a regular one.
+  struct stat64 st;
+  const bool exists = fstatat64(request.dirfd, request.path, &st, 0) == 0;
+  if (exists && !S_ISREG(st.st_mode)) return;
+  decision.guarded = true;
+  decision.exists = exists;
+  if (mode == Mode::kEnforce) {
+    HeldSession held;
+    if (exists && take_held_for_open(st.st_dev, st.st_ino, request.flags, held)) {
+      decision.reuse_fd = held.fd;
+      decision.reuse_end = held.end_of_file;
+      decision.flags = held.effective_flags;
+      return;
+    }
+    if (exists) refresh_mounts_for(st.st_dev);  // a store mounted after start-up
+    decision.hold = hold_mode_for(decision.path);
+    decision.flags = rewrite_open_flags(request.flags);
+    // A file this process did not start (or no longer holds) cannot be appended to on a write-once
+    // store: it is written anew.
+    decision.rewrite_existing =
+        (g_config->reopen == Reopen::kRewrite || decision.hold) && keeps_existing_bytes(request.flags);
+  } else {
+    decision.existed = exists;
+  }
+}
+
+int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd) {
+  int error = errno;
+  InternalScope internal;
+  char flags_text[160];
+  if (decision.trace_only || fd < 0) {
+    if (fd < 0 && decision.rewrite_existing) {
+      explain_refused_rewrite_by_truncation(request, decision, error);
+    } else if (fd < 0 && decision.flags != request.flags) {
+      explain_refused_rewrite(request, decision, error);
+    }
+    if (fd >= 0) forget_if_stale(fd);
+    if (tracing()) {
+      format_open_flags(request.flags, flags_text, sizeof flags_text);
+      trace(request.function, fd, decision.path, fd, error, "flags=%s", flags_text);
+    }
+    errno = error;
+    return fd;
+  }
+  // A vfork child shares our memory: its descriptors must not enter the parent's table (after its exec
+  // they are carried like any other).
+  if (!owns_file_table()) {
+    errno = error;
+    return fd;
+  }
+  struct stat64 st;
+  if (real_fstat64(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    forget_if_stale(fd);  // a device or FIFO that happens to match: not a file we can reason about
+    errno = error;
+    return fd;
+  }
+  bool decision_hold_after_open = false;
+  OpenSite site;
+  site.function = request.function;
+  site.original_flags = request.flags;
+  site.effective_flags = decision.flags;
+  site.written_back = decision.written_back;
+  site.reused_held = decision.reuse_fd >= 0;
+  site.pid = static_cast<pid_t>(syscall(SYS_getpid));
+  site.tid = gettid_raw();
+  site.frame_count = capture_open_site(site.frames, kOpenFrames);
+
+  OpenRecord record;
+  record.path = decision.path;
+  record.device = st.st_dev;
+  record.inode = st.st_ino;
+  record.size = static_cast<uint64_t>(st.st_size);
+  record.truncated = (decision.flags & O_TRUNC) != 0;
+  record.kernel_appends = (decision.flags & O_APPEND) != 0;
+  record.program_appends = (request.flags & O_APPEND) != 0;
+  record.readable_by_program = (request.flags & O_ACCMODE) == O_RDWR;
+  // A new file's store is known only now (its device): decide_open could not refresh the mounts for it.
+  if (g_config->mode == Mode::kEnforce && decision.reuse_fd < 0 && !decision.hold) {
+    refresh_mounts_for(st.st_dev);
+    decision_hold_after_open = hold_mode_for(decision.path);
+  }
+  record.starts_session = (decision.hold || decision_hold_after_open) &&
+                          ((decision.flags & O_TRUNC) || (!decision.exists && (decision.flags & O_CREAT)));
+  if (decision.reuse_fd >= 0) {
+    // The held session: the kernel offset is at the end of what it wrote, and only writes there are
+    // allowed, so the kernel places every allowed write at the end (as with O_APPEND); the program's
+    // position is what its open promised.
+    record.size = decision.reuse_end;
+    record.truncated = false;
+    record.kernel_appends = true;
+    record.position = record.program_appends ? decision.reuse_end : 0;
+    record.reused_session = true;
+  }
+  record.site = &site;
+  Description* d = g_files.track(fd, record);
+  if (!d) {
+    char message[kMaxPath + 200];
+    std::snprintf(message, sizeof message, "cannot track %s (fd %d): descriptor above %d or out of memory%s",
+                  decision.path, fd, kMaxTrackedFd - 1,
+                  g_config->mode == Mode::kEnforce ? "; the open fails with EMFILE" : "");
+    report_notice(message);
+    if (g_config->mode == Mode::kEnforce) {
+      real_close(fd);
+      errno = EMFILE;
+      return -1;
+    }
+    errno = error;
+    return fd;
+  }
+  count_event(g_summary.guarded_opens);
+  if (decision.flags != request.flags) count_event(g_summary.rewritten_opens);
+  if (g_config->mode == Mode::kAudit) report_open_in_audit(request, decision, fd, d, record.size);
+  if (tracing()) {
+    char effective_text[160];
+    format_open_flags(request.flags, flags_text, sizeof flags_text);
+    format_open_flags(decision.flags, effective_text, sizeof effective_text);
+    trace(request.function, fd, decision.path, fd, 0, "flags=%s effective=%s size=%llu%s", flags_text,
+          effective_text, static_cast<unsigned long long>(record.size),
+          record.reused_session   ? " (held session reused)"
+          : record.starts_session ? " (session held at close)"
+                                  : "");
+  }
+  errno = error;
+  return fd;
+}
+
+bool adopt_if_guarded(int fd, const char* function, const CarriedFd* carried, size_t carried_count) {
+  int kernel_flags = real_fcntl(fd, F_GETFL);
+  if (kernel_flags < 0 || (kernel_flags & O_ACCMODE) == O_RDONLY) return false;
+  char path[kMaxPath];
+  if (!descriptor_path(fd, path, sizeof path) || path[0] != '/') return false;
+  struct stat64 st;
+  if (real_fstat64(fd, &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  const CarriedFd* record = match_carried_fd(carried, carried_count, fd, st.st_dev, st.st_ino, kernel_flags);
+  if (!record && !guards_full_path(path)) return false;
+  const bool kernel_appends = (kernel_flags & O_APPEND) != 0;
+  OpenSite site;
+  site.function = function;
+  site.pid = static_cast<pid_t>(syscall(SYS_getpid));
+  site.tid = gettid_raw();
+  site.original_flags = record ? record->original_flags : kernel_flags;
+  site.effective_flags = record ? record->effective_flags : kernel_flags;
+  OpenRecord open_record;
+  open_record.path = path;
+  open_record.device = st.st_dev;
+  open_record.inode = st.st_ino;
+  open_record.size = static_cast<uint64_t>(st.st_size);
+  if (record && kernel_appends) {
+    open_record.position = record->position;  // the kernel's offset of an O_APPEND descriptor means nothing
+  } else {
+    off64_t position = real_lseek64(fd, 0, SEEK_CUR);
+    open_record.position = position > 0 ? static_cast<uint64_t>(position) : 0;
+  }
+  open_record.kernel_appends = kernel_appends;
+  open_record.program_appends = (site.original_flags & O_APPEND) != 0;
+  open_record.readable_by_program = (site.original_flags & O_ACCMODE) == O_RDWR;
+  open_record.shares_offset = true;  // the process it came from may still hold it
+  open_record.site = &site;
+  return g_files.track(fd, open_record) != nullptr;
+}
+
+void adopt_received_descriptors(const char* operation, const msghdr* message) {
+  if (!owns_file_table()) return;
+  for (const cmsghdr* c = CMSG_FIRSTHDR(message); c;
+       c = CMSG_NXTHDR(const_cast<msghdr*>(message), const_cast<cmsghdr*>(c))) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    const unsigned char* data = CMSG_DATA(c);
+    for (size_t i = 0; i < count; ++i) {
+      int fd;
+      std::memcpy(&fd, data + i * sizeof(int), sizeof fd);
+      forget_if_stale(fd);
+      if (adopt_if_guarded(fd, "recvmsg (SCM_RIGHTS)", nullptr, 0) && tracing()) {
+        trace(operation, fd, g_files.lookup(fd)->path, fd, 0, "%s", "descriptor received (SCM_RIGHTS)");
+      }
+    }
+  }
+}
+
+char* read_whole_file(int fd, uint64_t size) {
+  char* data = static_cast<char*>(std::malloc(size));
+  if (!data) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  uint64_t done = 0;
+  while (done < size) {
+    ssize_t n = real_read(fd, data + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0) errno = EIO;  // the file shrank under us
+      std::free(data);
+      return nullptr;
+    }
+    done += static_cast<uint64_t>(n);
+  }
+  return data;
+}
+
+uint64_t write_fully(int fd, const char* data, uint64_t size, int& error) {
+  uint64_t done = 0;
+  while (done < size) {
+    ssize_t n = real_write(fd, data + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      error = n < 0 ? errno : EIO;
+      break;
+    }
+    done += static_cast<uint64_t>(n);
+  }
+  return done;
+}
+
+void report_rewrite_failure(const OpenDecision& decision, uint64_t written, uint64_t size, int error) {
+  char message[kMaxPath + 700];
+  if (written == 0 && size > kMaxRewriteBytes) {
+    std::snprintf(message, sizeof message,
+                  "%s: appendguard writes an existing file anew (truncating it and writing its bytes back, "
+                  "as APPENDGUARD_REOPEN=rewrite and write-once stores need for a file this process did not "
+                  "start) only up to %llu bytes, since a process killed during the write-back leaves it "
+                  "truncated; it has %llu: the open fails with EFBIG and the file is unchanged. Write it in "
+                  "one session (a file this process creates is held open across its close and reused), or "
+                  "on a store that appends use APPENDGUARD_REOPEN=append; see docs/limits.md",
+                  decision.path, static_cast<unsigned long long>(kMaxRewriteBytes),
+                  static_cast<unsigned long long>(size));
+  } else {
+    std::snprintf(
+        message, sizeof message,
+        "%s: APPENDGUARD_REOPEN=rewrite wrote back %llu of the file's %llu bytes (%s); the open fails. "
+        "On a store that replaces files when they are closed the old file is intact; elsewhere the "
+        "file now holds %llu bytes",
+        decision.path, static_cast<unsigned long long>(written), static_cast<unsigned long long>(size),
+        errno_name(error), static_cast<unsigned long long>(written));
+  }
+  report_notice(message);
+}
+
+int reuse_held_descriptor(const OpenRequest& request, const OpenDecision& decision) {
+  int fd = decision.reuse_fd;
+  real_fcntl(fd, F_SETFD, (request.flags & O_CLOEXEC) ? FD_CLOEXEC : 0);
+  real_lseek64(fd, static_cast<off64_t>(decision.reuse_end), SEEK_SET);
+  return fd;
+}
+
+}  // namespace appendguard

@@ -1,0 +1,50 @@
+// Seeking on a guarded descriptor: the position the program believes in. In enforce mode on an O_APPEND
+// descriptor the kernel's offset means nothing, so the position is ours alone; elsewhere the kernel's.
+#pragma once
+
+#include <errno.h>
+#include <sys/types.h>
+
+#include "core/eof_rule.h"
+#include "core/file_table.h"
+#include "shim/held_file.h"
+#include "shim/real_io.h"
+#include "shim/trace.h"
+
+namespace appendguard {
+
+template <typename RealSeek>
+APPENDGUARD_SLOW_PATH off64_t guarded_seek(const char* operation, int fd, Description* d, off64_t offset,
+                                           int whence, RealSeek&& real_seek) {
+  HeldFile file(fd, d);
+  if (!file) return file.stale() ? fail_on_closed_descriptor() : real_seek();
+  off64_t result;
+  int error = errno;  // left as it was when the seek succeeds
+  // A deferred preallocation makes the file look as large as promised.
+  uint64_t size = file->reserved_size > file->end_of_file ? file->reserved_size : file->end_of_file;
+  if (g_config->mode == Mode::kEnforce && d->kernel_appends) {
+    // We own the position: the kernel appends whatever its own offset says.
+    SeekResult seek = compute_seek(d->position, size, offset, whence);
+    result = seek.offset;
+    if (result < 0) error = seek.error;
+    if (result >= 0) d->position = static_cast<uint64_t>(result);
+  } else {
+    if (whence == SEEK_END && size > file->end_of_file) {
+      result = real_lseek64(fd, static_cast<off64_t>(size) + offset, SEEK_SET);
+    } else {
+      result = real_seek();
+    }
+    error = errno;
+    if (result >= 0) d->position = static_cast<uint64_t>(result);
+  }
+  uint64_t end = file->end_of_file;
+  file.release();
+  if (tracing()) {
+    trace(operation, fd, d->path, result, error, "offset=%lld whence=%d end_of_file=%llu",
+          static_cast<long long>(offset), whence, static_cast<unsigned long long>(end));
+  }
+  errno = error;
+  return result;
+}
+
+}  // namespace appendguard

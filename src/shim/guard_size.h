@@ -1,0 +1,143 @@
+// Changing a guarded file's size: ftruncate, fallocate and posix_fallocate on a descriptor, truncate on
+// a path. Allowed when the size stays as it is; a growing preallocation can be deferred
+// (APPENDGUARD_PREALLOC=defer, deferred_prealloc.cpp): zeros appended at the last close.
+#pragma once
+
+#include <errno.h>
+#include <linux/falloc.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "core/eof_rule.h"
+#include "core/file_table.h"
+#include "shim/held_file.h"
+#include "shim/trace.h"
+#include "shim/violation.h"
+
+namespace appendguard {
+
+// ftruncate/fallocate on a tracked fd: allowed when it leaves the size as it is.
+struct Resize {
+  off64_t offset = 0;          // fallocate's offset; 0 for truncation
+  off64_t length = 0;          // the new size (truncate) or the range length (fallocate)
+  int fallocate_mode = -1;     // -1: a truncation
+  bool returns_error = false;  // posix_fallocate: returns an errno value instead of -1
+
+  static Resize truncation(off64_t length) { return {.length = length}; }
+  static Resize allocation(off64_t offset, off64_t length, int mode, bool returns_error) {
+    return {.offset = offset, .length = length, .fallocate_mode = mode, .returns_error = returns_error};
+  }
+};
+
+inline bool resize_is_noop(const Resize& r, uint64_t end) {
+  return r.fallocate_mode < 0 ? truncate_is_noop(end, r.length)
+                              : fallocate_is_noop(end, r.fallocate_mode, r.offset, r.length);
+}
+
+inline uint64_t end_after_resize(const Resize& r, uint64_t end) {
+  if (r.fallocate_mode < 0) return static_cast<uint64_t>(r.length);
+  if (r.fallocate_mode & FALLOC_FL_KEEP_SIZE) return end;
+  uint64_t range_end = static_cast<uint64_t>(r.offset) + static_cast<uint64_t>(r.length);
+  return range_end > end ? range_end : end;
+}
+
+// Enforce mode, APPENDGUARD_PREALLOC=defer: a resize that only grows the file or reserves space is not
+// sent; the promised size is filled with zeros at the last close (fill_reservation_before_close).
+// Returns true if it was deferred.
+bool defer_resize_if_possible(const char* operation, int fd, Description* d, const Resize& resize);
+
+template <typename Perform>
+APPENDGUARD_SLOW_PATH int guarded_resize(const char* operation, int fd, Description* d, const Resize& resize,
+                                         Perform&& perform) {
+  // The kernel's own EINVAL for negative sizes and offsets, whatever the mount.
+  if (resize.offset < 0 || resize.length < 0) return perform();
+  uint64_t end = 0;
+  uint64_t reserved = 0;
+  {
+    HeldFile file(fd, d);
+    if (!file) return perform();
+    end = file->end_of_file;
+    reserved = file->reserved_size;
+  }
+  const bool enforce = g_config->mode == Mode::kEnforce;
+  if (enforce && g_config->prealloc == Prealloc::kDefer && defer_resize_if_possible(operation, fd, d, resize))
+    return 0;
+  const bool is_noop = reserved <= end && resize_is_noop(resize, end);
+  if (is_noop && enforce) {
+    // The size stays as it is: nothing to ask of a mount that refuses resizing.
+    if (tracing()) {
+      trace(operation, fd, d->path, 0, 0, "offset=%lld length=%lld (size unchanged: not sent)",
+            static_cast<long long>(resize.offset), static_cast<long long>(resize.length));
+    }
+    return 0;
+  }
+  if (!is_noop) {
+    const bool allocates = resize.fallocate_mode >= 0;
+    const bool deferrable =
+        defer_resize(end, reserved, resize.fallocate_mode, resize.offset, resize.length).deferrable;
+    const char* why = allocates
+                          ? "preallocates or punches a file on an append-only mount, which refuses fallocate"
+                          : "changes the size of a file on an append-only mount, which refuses truncation";
+    if (deferrable && !enforce) {
+      why = allocates ? "preallocates a file on an append-only mount, which refuses fallocate (enforce mode "
+                        "defers it: zeros are appended at close if the program writes less)"
+                      : "grows a file with truncate on an append-only mount, which refuses truncation "
+                        "(enforce mode defers it: zeros are appended at close if the program writes less)";
+    }
+    Violation v =
+        violation_on(operation, fd, d, end, why).with_offset(allocates ? resize.offset : resize.length);
+    if (allocates) v.with_count(static_cast<uint64_t>(resize.length));
+    v.fixed_by_enforce = deferrable && !enforce;
+    if (!raise_violation(v)) return resize.returns_error ? errno : -1;
+  }
+  int result = perform();
+  int error = resize.returns_error ? result : errno;
+  if (result == 0) {
+    if (HeldFile file(fd, d); file) file->end_of_file = end_after_resize(resize, file->end_of_file);
+  }
+  if (tracing()) {
+    trace(operation, fd, d->path, result == 0 ? 0 : -1, error, "offset=%lld length=%lld",
+          static_cast<long long>(resize.offset), static_cast<long long>(resize.length));
+  }
+  if (!resize.returns_error) errno = error;
+  return result;
+}
+
+template <typename Perform>
+APPENDGUARD_SLOW_PATH int guarded_truncate(const char* operation, const char* full_path, off64_t length,
+                                           Perform&& perform) {
+  struct stat64 st;
+  if (stat64(full_path, &st) != 0) return perform();  // let the kernel give its answer
+  uint64_t end = static_cast<uint64_t>(st.st_size);
+  g_files.end_of_file_of(st.st_dev, st.st_ino, end);  // an open file may know more than stat says
+  bool is_noop = truncate_is_noop(end, length);
+  if (is_noop && g_config->mode == Mode::kEnforce) {
+    if (tracing())
+      trace(operation, -1, full_path, 0, 0, "length=%lld (no change: not sent)",
+            static_cast<long long>(length));
+    return 0;
+  }
+  if (!is_noop) {
+    Violation v =
+        violation_at_path(operation, full_path, end,
+                          "truncates a file on an append-only mount, which refuses changing the size")
+            .with_offset(length);
+    if (!raise_violation(v)) return -1;
+  }
+  int result = perform();
+  if (result == 0) g_files.set_end_of_file(st.st_dev, st.st_ino, static_cast<uint64_t>(length));
+  int error = errno;
+  if (tracing())
+    trace(operation, -1, full_path, result, error, "length=%lld", static_cast<long long>(length));
+  errno = error;
+  return result;
+}
+
+// Deferred preallocation (deferred_prealloc.cpp): before the last descriptor of a file closes, and at
+// exit, append the zeros the program was promised and did not write.
+void fill_reservation_before_close(int fd, Description* d);
+void fill_reservations_at_exit();
+// `size` (from the kernel), or the promised size of a deferred preallocation if larger.
+off64_t size_seen_by_program(int fd, off64_t size);
+
+}  // namespace appendguard

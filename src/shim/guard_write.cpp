@@ -1,0 +1,129 @@
+#include "shim/guard_write.h"
+
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "shim/violation.h"
+
+namespace appendguard {
+namespace {
+
+const char* write_violation_reason(WriteVerdict verdict, const WriteRequest& request) {
+  if (verdict == WriteVerdict::kNoAppendFlag) {
+    return "RWF_NOAPPEND writes in place, bypassing O_APPEND; an append-only mount refuses it";
+  }
+  return request.has_offset
+             ? "the explicit offset is not the end of file; an append-only mount accepts only appends"
+             : "the position is not the end of file (the program seeked away from the end); an append-only "
+               "mount accepts only appends";
+}
+
+}  // namespace
+
+bool refresh_shared_offset(int fd, Description* d, PositionState& state) {
+  struct stat64 st;
+  if (real_fstat64(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) > state.end_of_file) {
+    state.end_of_file = static_cast<uint64_t>(st.st_size);  // the other process appended
+    d->file->end_of_file = state.end_of_file;
+  }
+  off64_t offset = real_lseek64(fd, 0, SEEK_CUR);
+  if (offset < 0 || static_cast<uint64_t>(offset) == state.position) return false;
+  state.position = static_cast<uint64_t>(offset);
+  d->position = state.position;
+  return true;
+}
+
+bool refuse_or_report_write(const char* operation, int fd, Description* d, const WriteRequest& request,
+                            const WriteCheck& check, uint64_t end_of_file, bool moved_by_another_process) {
+  const char* why = moved_by_another_process && !request.has_offset
+                        ? "the descriptor's offset, shared with another process (a fork, an inherited or a "
+                          "received descriptor), was moved away from the end of file there; an append-only "
+                          "mount accepts only appends"
+                        : write_violation_reason(check.verdict, request);
+  Violation v = violation_on(operation, fd, d, end_of_file, why)
+                    .with_count(request.count)
+                    .with_offset(static_cast<int64_t>(check.intended_offset));
+  v.landing_offset = check.landing_offset;
+  if (raise_violation(v)) return true;
+  int error = errno;
+  if (tracing()) {
+    trace(operation, fd, d->path, -1, error, "bytes=%llu offset=%llu end_of_file=%llu (refused)",
+          static_cast<unsigned long long>(request.count),
+          static_cast<unsigned long long>(check.intended_offset),
+          static_cast<unsigned long long>(end_of_file));
+  }
+  errno = error;
+  return false;
+}
+
+void trace_write(const char* operation, int fd, const Description* d, const WriteRequest& request,
+                 const WriteCheck& check, uint64_t end_of_file, ssize_t result) {
+  int error = errno;
+  trace(operation, fd, d->path, result, error, "bytes=%llu offset=%llu end_of_file=%llu",
+        static_cast<unsigned long long>(request.count),
+        static_cast<unsigned long long>(check.intended_offset), static_cast<unsigned long long>(end_of_file));
+  errno = error;
+}
+
+ssize_t refuse_write_from_interrupting_handler(const char* operation, int fd, Description* d,
+                                               const WriteRequest& request) {
+  Violation v =
+      violation_on(operation, fd, d, d->file->end_of_file,
+                   "a signal handler writes to the file whose write it interrupted; the interrupted "
+                   "write has not recorded its bytes yet, so this one cannot be placed at the end")
+          .with_count(request.count);
+  raise_violation(v, ViolationKind::kUnplaceable);
+  return -1;
+}
+
+// ---------------------------------------------------------------- copies
+
+ssize_t copy_by_write(int in_fd, off64_t* in_offset, int out_fd, off64_t* out_offset, size_t count) {
+  if (count == 0) return 0;
+  constexpr size_t kChunk = size_t{1} << 20;
+  size_t chunk = count < kChunk ? count : kChunk;
+  char* buffer = static_cast<char*>(std::malloc(chunk));
+  if (!buffer) {
+    errno = ENOMEM;
+    return -1;
+  }
+  size_t total = 0;
+  int error = 0;
+  while (total < count) {
+    size_t want = count - total < chunk ? count - total : chunk;
+    ssize_t got = in_offset ? real_pread64(in_fd, buffer, want, *in_offset) : real_read(in_fd, buffer, want);
+    if (got < 0 && errno == EINTR && total == 0) continue;
+    if (got <= 0) {
+      error = got < 0 ? errno : 0;
+      break;
+    }
+    size_t done = 0;
+    while (done < static_cast<size_t>(got)) {
+      ssize_t n = out_offset ? real_pwrite64(out_fd, buffer + done, got - done, *out_offset)
+                             : real_write(out_fd, buffer + done, got - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        error = n < 0 ? errno : EIO;
+        break;
+      }
+      done += static_cast<size_t>(n);
+      if (out_offset) *out_offset += n;
+    }
+    total += done;
+    if (in_offset) {
+      *in_offset += static_cast<off64_t>(done);
+    } else if (done < static_cast<size_t>(got)) {
+      // Give back what was read but not written. A pipe cannot take it back (see docs/reference.md).
+      real_lseek64(in_fd, -static_cast<off64_t>(got - static_cast<ssize_t>(done)), SEEK_CUR);
+    }
+    if (error) break;
+  }
+  std::free(buffer);
+  if (total == 0 && error) {
+    errno = error;
+    return -1;
+  }
+  return static_cast<ssize_t>(total);
+}
+
+}  // namespace appendguard

@@ -1,0 +1,78 @@
+// Writing to a guarded file: the end-of-file rule (core/eof_rule.h) on the position the program believes
+// in, then the real call, then the description's new position and end. Seeks move that position.
+#pragma once
+
+#include <errno.h>
+#include <sys/types.h>
+
+#include "core/eof_rule.h"
+#include "core/file_table.h"
+#include "report/summary.h"
+#include "shim/held_file.h"
+#include "shim/real_io.h"
+#include "shim/store_refusal.h"
+#include "shim/trace.h"
+
+namespace appendguard {
+
+// The kernel refuses sendfile, copy_file_range and splice into an O_APPEND descriptor; in enforce mode
+// those are carried out as reads and checked writes. `in_offset` may be null (the input's own position
+// is used and left just after the bytes written); `out_offset` null means the output position.
+ssize_t copy_by_write(int in_fd, off64_t* in_offset, int out_fd, off64_t* out_offset, size_t count);
+
+// A signal handler writing to the file whose guarded call it interrupted: that call holds the file's
+// lock and has not recorded its own bytes yet, so this write cannot be placed. It is refused.
+ssize_t refuse_write_from_interrupting_handler(const char* operation, int fd, Description* d,
+                                               const WriteRequest& request);
+
+// The parts of guarded_write that are not on the path of an allowed write.
+bool refuse_or_report_write(const char* operation, int fd, Description* d, const WriteRequest& request,
+                            const WriteCheck& check, uint64_t end_of_file, bool moved_by_another_process);
+void trace_write(const char* operation, int fd, const Description* d, const WriteRequest& request,
+                 const WriteCheck& check, uint64_t end_of_file, ssize_t result);
+
+// A description whose kernel offset another process may have moved (shares_offset): reads the offset
+// and the size back before a write at the position, so that the check sees where the bytes would land.
+// Returns true if the offset had moved. File lock held.
+bool refresh_shared_offset(int fd, Description* d, PositionState& state);
+
+template <typename Perform>
+APPENDGUARD_SLOW_PATH ssize_t guarded_write(const char* operation, int fd, Description* d,
+                                            const WriteRequest& request, Perform&& perform) {
+  // The kernel's own EINVAL for a negative offset, whatever the mount.
+  if (request.has_offset && static_cast<int64_t>(request.offset) < 0) return perform();
+  HeldFile file(fd, d);
+  if (__builtin_expect(!file, 0)) {
+    if (file.held_by_interrupted_call())
+      return refuse_write_from_interrupting_handler(operation, fd, d, request);
+    return fail_on_closed_descriptor();
+  }
+  PositionState state = d->snapshot();
+  bool moved_by_another_process =
+      d->shares_offset.load(std::memory_order_relaxed) && refresh_shared_offset(fd, d, state);
+  WriteCheck check = check_write(state, request, g_config->mode == Mode::kEnforce);
+  if (__builtin_expect(check.verdict != WriteVerdict::kAllowed, 0)) {
+    file.release();
+    if (!refuse_or_report_write(operation, fd, d, request, check, state.end_of_file,
+                                moved_by_another_process))
+      return -1;
+    file.reacquire(fd, d);
+    if (!file) return fail_on_closed_descriptor();
+    state = d->snapshot();
+    check = check_write(state, request, false);
+  }
+  ssize_t result = perform();  // releasing the lock below leaves errno as the call set it
+  if (result > 0) {
+    apply_write(state, request, check.landing_offset, static_cast<uint64_t>(result));
+    d->store(state);
+    count_event(g_summary.writes);
+    count_event(g_summary.bytes, static_cast<uint64_t>(result));
+  }
+  file.release();
+  if (__builtin_expect(result < 0, 0)) note_failed_guarded_call(operation, fd, d, errno);
+  if (__builtin_expect(tracing(), 0))
+    trace_write(operation, fd, d, request, check, state.end_of_file, result);
+  return result;
+}
+
+}  // namespace appendguard

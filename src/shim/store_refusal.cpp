@@ -1,0 +1,50 @@
+#include "shim/store_refusal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+
+#include <cstdio>
+
+#include "core/errno_names.h"
+#include "core/open_flags.h"
+#include "core/unguarded_failure.h"
+#include "report/report.h"
+#include "shim/report_once.h"
+#include "shim/runtime.h"
+
+namespace appendguard {
+
+void explain_store_refusal(const char* operation, int fd, const RefusedCall& d, int error) {
+  char original[160];
+  char effective[160];
+  format_open_flags(d.original_flags, original, sizeof original);
+  format_open_flags(d.effective_flags, effective, sizeof effective);
+  const bool appends = (d.effective_flags & O_APPEND) != 0;
+  const char* rule =
+      d.reused_session
+          ? "the store refused the write session appendguard held open from the file's first open and "
+            "handed back for this one (a store that commits a file on every flush, or a forked child "
+            "closed its copy of the descriptor); APPENDGUARD_REOPEN=rewrite writes such files anew instead"
+      : appends ? "the filesystem does not append to existing files (a write-once store: rclone "
+                  "--vfs-cache-mode off, mountpoint-s3, gcsfuse streaming writes, whose rule is one upload "
+                  "from offset 0 per file); APPENDGUARD_REOPEN=hold (the default on the stores it "
+                  "recognises) keeps the file's first write session open for the reopen, and "
+                  "APPENDGUARD_REOPEN=rewrite writes such files anew"
+                : "the filesystem refused the file written anew; if it appends to existing files, "
+                  "APPENDGUARD_REOPEN=append reopens them with O_APPEND instead";
+  char message[kMaxPath + 900];
+  std::snprintf(message, sizeof message,
+                "%s: %s (fd %d) failed with %s on a descriptor appendguard opened %s (the program asked for "
+                "%s): %s; see docs/stores.md",
+                d.path, operation, fd, errno_name(error), effective, original, rule);
+  InternalScope internal;
+  report_notice(message);
+}
+
+void note_failed_guarded_call(const char* operation, int fd, Description* d, int error) {
+  if (rewritten_open(d) && is_store_refusal(error) && first_report_of(d, kStoreRefusalReported))
+    explain_store_refusal(operation, fd, RefusedCall::of(d), error);
+  errno = error;
+}
+
+}  // namespace appendguard

@@ -1,0 +1,33 @@
+// A store refused a call on a descriptor whose open appendguard changed: the program did not ask for
+// those flags, so it hears why it fails, once per description, with the setting that fits the store.
+#pragma once
+
+#include "core/file_table.h"
+
+namespace appendguard {
+
+// What a notice about a refused call needs of the description, copied while it is still ours.
+struct RefusedCall {
+  const char* path;
+  int original_flags;
+  int effective_flags;
+  bool reused_session;
+
+  static RefusedCall of(const Description* d) {
+    return {d->path, d->site.original_flags, d->site.effective_flags, d->reused_session};
+  }
+};
+
+// Whether appendguard changed the flags of the open that made `d`.
+inline bool rewritten_open(const Description* d) {
+  return d->site.original_flags != d->site.effective_flags;
+}
+
+// The notice itself (close_tracked calls it with what it copied before the description was recycled).
+void explain_store_refusal(const char* operation, int fd, const RefusedCall& call, int error);
+
+// A guarded call failed with `error`: on a descriptor whose open appendguard changed, a store's refusal
+// is explained once. Leaves errno = error.
+void note_failed_guarded_call(const char* operation, int fd, Description* d, int error);
+
+}  // namespace appendguard
