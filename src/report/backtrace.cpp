@@ -4,6 +4,7 @@
 #include <cxxabi.h>
 #include <dlfcn.h>
 #include <libunwind.h>
+#include <link.h>
 
 #include <atomic>
 #include <cstdint>
@@ -31,7 +32,19 @@ struct Unwinder {
 
 Unwinder g_unwinder;
 std::atomic<bool> g_loaded{false};
-void* g_own_base = nullptr;  // where libappendguard is loaded: its frames say nothing about the culprit
+// The address ranges of this library (its frames say nothing about the culprit) and of libc (and
+// libpthread, separate before glibc 2.34: the call the program made, or the thread's start), found once
+// at load with dl_iterate_phdr: dladdr, which searches a module's symbols, costs thousands of
+// instructions per frame (a seek leaving the end captures its stack).
+struct Module {
+  uintptr_t low = 0;
+  uintptr_t high = 0;
+  bool contains(uintptr_t address) const { return address >= low && address < high; }
+};
+Module g_own;
+constexpr int kMaxLibcModules = 2;
+Module g_libc[kMaxLibcModules];
+int g_libc_count = 0;
 // Threads inside libunwind now. libunwind takes mutexes of its own; a child forked while another thread
 // held one would wait forever at its first unwind, so a child forked during an unwind never unwinds.
 std::atomic<int> g_threads_unwinding{0};
@@ -51,6 +64,34 @@ bool resolve(void* handle, const char* name, Fn& out) {
   return out != nullptr;
 }
 
+bool starts_with(const char* text, const char* prefix) {
+  return std::strncmp(text, prefix, std::strlen(prefix)) == 0;
+}
+
+int note_module(dl_phdr_info* info, size_t /*size*/, void* /*data*/) {
+  Module m{UINTPTR_MAX, 0};
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const auto& segment = info->dlpi_phdr[i];
+    if (segment.p_type != PT_LOAD) continue;
+    uintptr_t start = info->dlpi_addr + segment.p_vaddr;
+    if (start < m.low) m.low = start;
+    if (start + segment.p_memsz > m.high) m.high = start + segment.p_memsz;
+  }
+  if (m.high == 0) return 0;
+  if (m.contains(reinterpret_cast<uintptr_t>(&note_module))) g_own = m;
+  const char* module = info->dlpi_name ? info->dlpi_name : "";
+  if (const char* slash = std::strrchr(module, '/')) module = slash + 1;
+  bool libc =
+      starts_with(module, "libc.so") || starts_with(module, "libc-") || starts_with(module, "libpthread");
+  if (libc && g_libc_count < kMaxLibcModules) g_libc[g_libc_count++] = m;
+  return 0;
+}
+
+void find_modules() {
+  g_libc_count = 0;
+  dl_iterate_phdr(note_module, nullptr);
+}
+
 }  // namespace
 
 bool load_unwinder() {
@@ -67,8 +108,7 @@ bool load_unwinder() {
   ok = ok && resolve(handle, APPENDGUARD_STR(unw_get_accessors), u.get_accessors);
   ok = ok && resolve(handle, APPENDGUARD_STR(unw_local_addr_space), u.local_space);
   if (!ok) return false;
-  Dl_info own{};
-  if (dladdr(reinterpret_cast<void*>(&load_unwinder), &own)) g_own_base = own.dli_fbase;
+  find_modules();
   g_unwinder = u;
   g_loaded.store(true, std::memory_order_release);
   return true;
@@ -76,25 +116,17 @@ bool load_unwinder() {
 
 namespace {
 
-// Frames inside libappendguard itself say nothing about the culprit.
 bool in_this_library(unw_word_t ip) {
-  Dl_info info{};
-  return g_own_base && dladdr(reinterpret_cast<void*>(ip), &info) && info.dli_fbase == g_own_base;
+  return g_own.contains(ip);
 }
 
-bool starts_with(const char* text, const char* prefix) {
-  return std::strncmp(text, prefix, std::strlen(prefix)) == 0;
-}
-
-// libc (and libpthread, separate before glibc 2.34): the call the program made, or the thread's start.
 // Return addresses point after the call: the call itself is looked up.
 bool in_libc(const void* frame) {
-  Dl_info info{};
-  auto lookup = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(frame) - 1);
-  if (!dladdr(lookup, &info) || !info.dli_fname) return false;
-  const char* module = info.dli_fname;
-  if (const char* slash = std::strrchr(module, '/')) module = slash + 1;
-  return starts_with(module, "libc.so") || starts_with(module, "libc-") || starts_with(module, "libpthread");
+  uintptr_t call = reinterpret_cast<uintptr_t>(frame) - 1;
+  for (int i = 0; i < g_libc_count; ++i) {
+    if (g_libc[i].contains(call)) return true;
+  }
+  return false;
 }
 
 // CPython's evaluation loop (_PyEval_EvalFrameDefault, exported by the interpreter): the frames from it

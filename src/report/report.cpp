@@ -271,7 +271,7 @@ void format_violation_json(TextBuffer& out, const Violation& v, const ProcessIde
               stacks.native_below);
     }
   }
-  if (const SeekSite* seek = v.left_end_at) {
+  if (const SeekSite* seek = stacks.left_end_at) {
     out.add_text(",\"left_end_at\":{\"operation\":");
     add_json_string(out, seek->function);
     out.add(",\"offset\":{},\"whence\":", seek->offset);
@@ -376,6 +376,80 @@ void record_seek_site(SeekSite& site, const char* function, int64_t offset, int 
   site.recorded.store(true, std::memory_order_release);
 }
 
+namespace {
+
+// What a report shows of its stacks (StackScope::kCulprit: the frames that matter, and how many were
+// left out).
+struct ShownStacks {
+  int native_count = 0;
+  int native_libc_above = 0;
+  int native_below = 0;
+  const SeekSite* seek = nullptr;  // recorded
+  int seek_count = 0;
+  int opened_count = 0;
+};
+
+ShownStacks choose_frames(const Violation& v, const CapturedStack& stack, bool unwind, bool has_python) {
+  ShownStacks shown;
+  shown.native_count = stack.count;
+  if (unwind && !g_whole_native) {
+    shown.native_count = frames_that_matter(stack.frames, stack.count, has_python, stack.reached_bottom);
+    if (shown.native_count < stack.count)
+      shown.native_below = stack.count - shown.native_count + stack.frames_beyond;
+    shown.native_libc_above = stack.libc_frames_skipped;
+  }
+  if (v.left_end_at && v.left_end_at->recorded.load(std::memory_order_acquire)) shown.seek = v.left_end_at;
+  if (const SeekSite* seek = shown.seek; seek && unwind) {
+    shown.seek_count = seek->frame_count < kSeekFrames ? seek->frame_count : kSeekFrames;
+    if (!g_whole_native) {
+      shown.seek_count =
+          frames_that_matter(seek->frames, shown.seek_count, seek->python_size > 0, seek->reached_bottom);
+    }
+  }
+  if (const Description* d = v.description; unwind && d) {
+    shown.opened_count = d->site.frame_count < kOpenFrames ? d->site.frame_count : kOpenFrames;
+    // Fewer frames than asked for: the capture reached the thread's start.
+    bool reached_bottom =
+        shown.opened_count < (g_backtrace_frames < kOpenFrames ? g_backtrace_frames : kOpenFrames);
+    if (!g_whole_native && shown.opened_count > 0)
+      shown.opened_count = frames_that_matter(d->site.frames, shown.opened_count, has_python, reached_bottom);
+  }
+  return shown;
+}
+
+std::string_view seek_python(const SeekSite& seek) {
+  return {seek.python, seek.python_size <= sizeof seek.python ? seek.python_size : 0};
+}
+
+// APPENDGUARD_FORMAT=json, under the report lock. Out of line, so that its buffers are not in
+// report_violation's frame (the report's stack budget, see kUnwinderStack).
+__attribute__((noinline)) void write_json_report(const Violation& v, const ProcessIdentity& who,
+                                                 const CapturedStack& stack, bool unwind,
+                                                 std::string_view python, const ShownStacks& shown) {
+  TextBuffer out(g_report_text, sizeof g_report_text);
+  TextBuffer native(g_stack_text[0], sizeof g_stack_text[0]);
+  TextBuffer opened(g_stack_text[1], sizeof g_stack_text[1]);
+  TextBuffer seek_native(g_stack_text[2], sizeof g_stack_text[2]);
+  if (g_backtrace_frames > 0 && unwind)
+    format_stack(native, stack.frames, shown.native_count, stack.in_signal_handler);
+  if (shown.opened_count > 0)
+    format_stack(opened, v.description->site.frames, shown.opened_count, stack.in_signal_handler);
+  if (shown.seek_count > 0)
+    format_stack(seek_native, shown.seek->frames, shown.seek_count, stack.in_signal_handler);
+  ReportStacks stacks;
+  stacks.python = python;
+  stacks.native = native.view();
+  stacks.native_libc_above = shown.native_libc_above;
+  stacks.native_below = shown.native_below;
+  stacks.left_end_at = shown.seek;
+  stacks.left_end_at_native = seek_native.view();
+  stacks.opened_at = opened.view();
+  format_violation_json(out, v, who, stacks);
+  g_sink.write(out.view());
+}
+
+}  // namespace
+
 void report_violation(const Violation& v) {
   if (v.outcome == Outcome::kAuditOnly && v.fixed_by_enforce) {
     count_event(g_summary.fixed_by_enforce);
@@ -393,58 +467,14 @@ void report_violation(const Violation& v) {
   // Read before taking the report lock: it may wait for the GIL, whose holder may be reporting too.
   TextBuffer python(scratch ? scratch->python_text : nullptr, scratch ? sizeof scratch->python_text : 0);
   bool has_python = scratch && g_python_stack && !stack.in_signal_handler && format_python_stack(python, 32);
-  // The native frames that matter (StackScope::kCulprit), and how many were left out below them.
-  int native_count = stack.count;
-  int native_below = 0;
-  if (unwind && !g_whole_native) {
-    native_count = frames_that_matter(stack.frames, stack.count, has_python, stack.reached_bottom);
-    if (native_count < stack.count) native_below = stack.count - native_count + stack.frames_beyond;
-  }
-  int native_above = g_whole_native ? 0 : stack.libc_frames_skipped;
-  const SeekSite* seek =
-      v.left_end_at && v.left_end_at->recorded.load(std::memory_order_acquire) ? v.left_end_at : nullptr;
-  int seek_count = 0;
-  if (seek && unwind) {
-    seek_count = seek->frame_count < kSeekFrames ? seek->frame_count : kSeekFrames;
-    if (!g_whole_native)
-      seek_count = frames_that_matter(seek->frames, seek_count, seek->python_size > 0, seek->reached_bottom);
-  }
-  int opened_count = 0;
-  if (const Description* d = v.description; unwind && d) {
-    opened_count = d->site.frame_count < kOpenFrames ? d->site.frame_count : kOpenFrames;
-    // Fewer frames than asked for: the capture reached the thread's start.
-    bool reached_bottom =
-        opened_count < (g_backtrace_frames < kOpenFrames ? g_backtrace_frames : kOpenFrames);
-    if (!g_whole_native && opened_count > 0)
-      opened_count = frames_that_matter(d->site.frames, opened_count, has_python, reached_bottom);
-  }
-  Violation shown = v;
-  shown.left_end_at = seek;
+  const ShownStacks shown = choose_frames(v, stack, unwind, has_python);
 
   ProcessIdentity who = current_identity();
   ReportLock guard;
-  if (guard.reentered()) return report_violation_briefly(shown, who);
+  if (guard.reentered()) return report_violation_briefly(v, who);
+  if (g_json) return write_json_report(v, who, stack, unwind, has_python ? python.view() : "", shown);
   TextBuffer out(g_report_text, sizeof g_report_text);
-  if (g_json) {
-    TextBuffer native(g_stack_text[0], sizeof g_stack_text[0]);
-    TextBuffer opened(g_stack_text[1], sizeof g_stack_text[1]);
-    TextBuffer seek_native(g_stack_text[2], sizeof g_stack_text[2]);
-    if (g_backtrace_frames > 0 && unwind)
-      format_stack(native, stack.frames, native_count, stack.in_signal_handler);
-    if (opened_count > 0)
-      format_stack(opened, v.description->site.frames, opened_count, stack.in_signal_handler);
-    if (seek_count > 0) format_stack(seek_native, seek->frames, seek_count, stack.in_signal_handler);
-    ReportStacks stacks;
-    stacks.python = has_python ? python.view() : std::string_view();
-    stacks.native = native.view();
-    stacks.native_libc_above = native_above;
-    stacks.native_below = native_below;
-    stacks.opened_at = opened.view();
-    stacks.left_end_at_native = seek_native.view();
-    format_violation_json(out, shown, who, stacks);
-    return g_sink.write(out.view());
-  }
-  format_violation(out, shown, who);
+  format_violation(out, v, who);
   if (has_python) {
     out.add_text("  python stack (most recent call first):\n");
     out.add_text(python.view());
@@ -454,17 +484,17 @@ void report_violation(const Violation& v) {
             kUnwinderStack);
   } else if (g_backtrace_frames > 0) {
     out.add_text("  native stack:\n");
-    format_stack(out, stack.frames, native_count, stack.in_signal_handler);
-    format_frames_left_out(out, native_above, native_below, has_python);
+    format_stack(out, stack.frames, shown.native_count, stack.in_signal_handler);
+    format_frames_left_out(out, shown.native_libc_above, shown.native_below, has_python);
   }
-  if (seek) {
+  if (const SeekSite* seek = shown.seek) {
     format_seek_site_heading(out, *seek);
-    if (seek->python_size <= sizeof seek->python) out.add_text({seek->python, seek->python_size});
-    if (seek_count > 0) format_stack(out, seek->frames, seek_count, stack.in_signal_handler);
+    out.add_text(seek_python(*seek));
+    if (shown.seek_count > 0) format_stack(out, seek->frames, shown.seek_count, stack.in_signal_handler);
   }
-  if (opened_count > 0) {
+  if (shown.opened_count > 0) {
     out.add_text("  opened at:\n");
-    format_stack(out, v.description->site.frames, opened_count, stack.in_signal_handler);
+    format_stack(out, v.description->site.frames, shown.opened_count, stack.in_signal_handler);
   }
   if (out.full()) out.add_text("\n  (report truncated)\n");
   g_sink.write(out.view());

@@ -80,7 +80,8 @@ struct ReportStacks {
   int native_libc_above = 0;  // frames left out of `native` (format_frames_left_out)
   int native_below = 0;
   std::string_view opened_at;
-  std::string_view left_end_at_native;  // of v.left_end_at (its Python lines are its own)
+  const SeekSite* left_end_at = nullptr;  // recorded (Violation::left_end_at); its Python lines are its own
+  std::string_view left_end_at_native;
 };
 // APPENDGUARD_FORMAT=json: the same as one JSON object on one line (fields in docs/reference.md). Pure;
 // unit-tested.

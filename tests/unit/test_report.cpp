@@ -188,7 +188,7 @@ TEST_CASE("JSON reports, trace lines and summaries") {
   const char seek_python[] = "    File \"/a.py\", line 2, in save\n";
   std::memcpy(seek.python, seek_python, sizeof seek_python - 1);
   seek.python_size = sizeof seek_python - 1;
-  v.left_end_at = &seek;
+  stacks.left_end_at = &seek;
   stacks.native_libc_above = 2;
   stacks.native_below = 40;
   stacks.left_end_at_native = "    #0  0x3 h+0x3 (m+0x3)\n";
@@ -200,7 +200,6 @@ TEST_CASE("JSON reports, trace lines and summaries") {
                      "\"position\":0,\"end_of_file\":100,\"tid\":12,\"python_stack\":[\"File "
                      "\\\"/a.py\\\", line 2, in save\"],\"native_stack\":[\"#0  0x3 h+0x3 (m+0x3)\"]}}\n") !=
       std::string::npos);
-  v.left_end_at = nullptr;
   out.clear();
   TraceEvent e;
   e.operation = "lseek64";
