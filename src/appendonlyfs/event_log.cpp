@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/config.h"
+#include "core/write_all.h"
 
 namespace appendonlyfs {
 
@@ -62,13 +63,9 @@ void EventLog::write(const LogLine& line) {
   const std::string text = line.text() + "\n";
   std::lock_guard lock(mutex_);
   // One write(2) per line on an O_APPEND fd: lines from concurrent writers never interleave.
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd_, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    done += static_cast<std::size_t>(n);
-  }
+  appendguard::write_all(text.size(), [&](std::uint64_t done, std::uint64_t left) {
+    return ::write(fd_, text.data() + done, left);
+  });
 }
 
 }  // namespace appendonlyfs

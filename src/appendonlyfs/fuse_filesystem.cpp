@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/write_all.h"
 #include "fault_injector.hpp"
 #include "file_registry.hpp"
 #include "profile_rules.hpp"
@@ -259,15 +260,11 @@ int aofs_read(const char*, char* buffer, size_t size, off_t offset, fuse_file_in
 }
 
 ssize_t pwrite_fully(int fd, const char* buffer, std::size_t size, off_t offset) {
-  std::size_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::pwrite(fd, buffer + done, size - done, offset + static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return done > 0 ? static_cast<ssize_t>(done) : -1;
-    if (n == 0) break;
-    done += static_cast<std::size_t>(n);
-  }
-  return static_cast<ssize_t>(done);
+  return appendguard::write_all(size,
+                                [&](std::uint64_t done, std::uint64_t left) {
+                                  return ::pwrite(fd, buffer + done, left, offset + static_cast<off_t>(done));
+                                })
+      .as_write_result();
 }
 
 void log_fault(const char* path, off_t offset, std::size_t size, const FaultDecision& fault) {

@@ -9,21 +9,30 @@
 namespace appendguard {
 namespace {
 
-// The row whose option is `option` (without "=value"), else nullptr.
-const Variable* variable_of_flag(std::string_view option) {
+struct FoundOption {
+  const Variable* variable = nullptr;
+  const LaunchOption* option = nullptr;
+};
+
+// The option named `name` (without "=value") and the variable it sets; nulls when there is none.
+FoundOption find_option(std::string_view name) {
   for (const Variable& v : known_variables()) {
-    if (v.flag && option == v.flag) return &v;
+    for (const LaunchOption& o : v.options) {
+      if (name == o.name) return {&v, &o};
+    }
   }
-  return nullptr;
+  return {};
+}
+
+// "--paths P" or "--trace".
+std::string option_synopsis(const LaunchOption& o) {
+  return o.argument ? std::string(o.name) + " " + o.argument : std::string(o.name);
 }
 
 std::string accepted_options() {
-  std::string text = "--enforce, --audit";
+  std::string text;
   for (const Variable& v : known_variables()) {
-    if (!v.flag) continue;
-    text += ", ";
-    text += v.flag;
-    if (v.flag_arg) text += std::string(" ") + v.flag_arg;
+    for (const LaunchOption& o : v.options) text += (text.empty() ? "" : ", ") + option_synopsis(o);
   }
   return text + ", then -- COMMAND";
 }
@@ -43,13 +52,8 @@ std::string run_usage() {
       "Runs COMMAND with libappendguard.so preloaded (before an existing LD_PRELOAD) and enabled. The\n"
       "APPENDGUARD_* variables already in the environment are the defaults (APPENDGUARD=audit stays audit);\n"
       "the options override them.\n";
-  text += option_line("--enforce",
-                      "rewrite read-write opens into appends, refuse writes not at the end (default)");
-  text += option_line("--audit", "change nothing; report every operation an append-only mount would refuse");
   for (const Variable& v : known_variables()) {
-    if (!v.flag) continue;
-    text += option_line(std::string(v.flag) + (v.flag_arg ? std::string(" ") + v.flag_arg : ""),
-                        v.flag_help ? v.flag_help : v.help);
+    for (const LaunchOption& o : v.options) text += option_line(option_synopsis(o), o.help);
   }
   text +=
       "A static, Go, set-uid or set-gid COMMAND cannot be reached by the library: one line says so before "
@@ -62,7 +66,9 @@ std::string run_usage() {
     text += option_line(v.name, v.help, 28);
     text += std::string(28, ' ') + "accepted: " + v.accepted;
     if (*v.default_value) text += std::string("; default ") + v.default_value;
-    if (v.flag) text += std::string("; option ") + v.flag;
+    for (size_t k = 0; k < v.options.size(); ++k) {
+      text += std::string(k == 0 ? "; option " : ", ") + v.options[k].name;
+    }
     text += "\n";
   }
   text += "set by the library itself (do not set):";
@@ -106,25 +112,27 @@ LaunchParse parse_run_arguments(const std::vector<std::string>& args, const std:
       ++i;
       break;
     }
-    if (arg == "--audit") {
-      mode = "audit";
-    } else if (arg == "--enforce") {
-      mode = "enforce";
-    } else if (const Variable* v = variable_of_flag(std::string_view(arg).substr(0, arg.find('=')))) {
+    if (FoundOption found = find_option(std::string_view(arg).substr(0, arg.find('='))); found.option) {
       const size_t eq = arg.find('=');
-      if (!v->flag_arg) {
+      std::string value;
+      if (!found.option->argument) {
         if (eq != std::string::npos) {
           result.error = "appendguard run: option '" + arg + "' takes no value";
           return result;
         }
-        settings.emplace_back(v->name, v->flag_sets);
+        value = found.option->sets;
       } else if (eq != std::string::npos) {
-        settings.emplace_back(v->name, arg.substr(eq + 1));
+        value = arg.substr(eq + 1);
       } else if (i + 1 < args.size()) {
-        settings.emplace_back(v->name, args[++i]);
+        value = args[++i];
       } else {
         result.error = "appendguard run: option '" + arg + "' needs a value";
         return result;
+      }
+      if (found.variable == &mode_row) {
+        mode = value;  // always set below: the launcher enables the library
+      } else {
+        settings.emplace_back(found.variable->name, value);
       }
     } else if (arg.starts_with('-')) {
       result.error = "appendguard run: unknown option '" + arg + "': accepted: " + accepted_options();

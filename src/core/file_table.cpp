@@ -59,20 +59,7 @@ class FileLockGuard {
 
 }  // namespace
 
-bool FileTable::pin(int fd, Description* d) {
-  uint32_t refs = d->refs.load(std::memory_order_acquire);
-  do {
-    if (refs == 0) return false;  // recycled, or being recycled
-  } while (!d->refs.compare_exchange_weak(refs, refs + 1, std::memory_order_acq_rel));
-  if (lookup(fd) != d) {
-    unpin(d);
-    return false;
-  }
-  return true;
-}
-
-void FileTable::unpin(Description* d) {
-  if (d->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+void FileTable::recycle_unpinned(Description* d) {
   RegistryGuard guard(registry_);
   recycle_description(d);
 }

@@ -133,7 +133,7 @@ struct OpenRecord {
 
 // The file whose lock this thread holds in a guarded call, if any: a signal handler that interrupted that
 // call must not wait for the lock (its own thread would never release it).
-extern __attribute__((tls_model("initial-exec"))) thread_local TrackedFile* t_held_file;
+extern __attribute__((tls_model("initial-exec"))) constinit thread_local TrackedFile* t_held_file;
 
 class FileTable {
  public:
@@ -154,10 +154,19 @@ class FileTable {
     if (watch_untracked_failures_ != on) watch_untracked_failures_ = on;
   }
 
-  // Keeps `d` from being recycled while a guarded call uses it. False when `fd` no longer refers to `d`
-  // (a racing close): the call then must not touch `d`'s file.
-  bool pin(int fd, Description* d);
-  void unpin(Description* d);
+  // Keeps `d` from being recycled while a guarded call uses it. False when `d` was recycled already (a
+  // racing close): the call then must not touch `d`'s file. Whether `fd` still refers to `d` is for the
+  // caller to check once it holds the file's lock (shim/held_file.h). Inline: every guarded call pins.
+  bool pin(Description* d) {
+    uint32_t refs = d->refs.load(std::memory_order_acquire);
+    do {
+      if (refs == 0) return false;  // recycled, or being recycled
+    } while (!d->refs.compare_exchange_weak(refs, refs + 1, std::memory_order_acq_rel));
+    return true;
+  }
+  void unpin(Description* d) {
+    if (d->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) recycle_unpinned(d);
+  }
 
   // Starts tracking `fd`, which must be a fresh descriptor. Returns nullptr if fd is out of range.
   Description* track(int fd, const OpenRecord& record);
@@ -183,10 +192,11 @@ class FileTable {
   int highest_fd() const { return highest_fd_plus_one_.load(std::memory_order_relaxed) - 1; }
 
  private:
-  void release_description(Description* d);                             // registry_ held
-  void recycle_description(Description* d);                             // registry_ held
-  void mark_offsets_shared();                                           // registry_ held
-  void release_file(TrackedFile* file);                                 // registry_ held
+  void recycle_unpinned(Description* d);     // the last reference went with a guarded call
+  void release_description(Description* d);  // registry_ held
+  void recycle_description(Description* d);  // registry_ held
+  void mark_offsets_shared();                // registry_ held
+  void release_file(TrackedFile* file);      // registry_ held
   TrackedFile* acquire_file(dev_t device, ino_t inode, uint64_t size);  // registry_ held
 
   Lock registry_;

@@ -139,6 +139,37 @@ std::string parse_format(std::string_view v, const Variable& self, Config& confi
   return parse_word(v, self, kWords, kValues, config.json);
 }
 
+// ---- The launcher's options ----
+
+constexpr LaunchOption kModeOptions[] = {
+    {.name = "--enforce",
+     .sets = "enforce",
+     .help = "rewrite read-write opens into appends, refuse writes not at the end (default)"},
+    {.name = "--audit",
+     .sets = "audit",
+     .help = "change nothing; report every operation an append-only mount would refuse"},
+};
+constexpr LaunchOption kPathsOption[] = {
+    {.name = "--paths",
+     .argument = "P",
+     .help = "colon-separated globs of guarded files (default *.safetensors)"}};
+constexpr LaunchOption kOnViolationOption[] = {
+    {.name = "--on-violation", .argument = "A", .help = "error (default), abort or warn"}};
+constexpr LaunchOption kErrnoOption[] = {
+    {.name = "--errno", .argument = "E", .help = "errno of a refused call (default EOPNOTSUPP)"}};
+constexpr LaunchOption kLogOption[] = {
+    {.name = "--log", .argument = "L", .help = "stderr (default) or a file; %p pid, %h host, %r rank"}};
+constexpr LaunchOption kBacktraceOption[] = {
+    {.name = "--backtrace", .argument = "N", .help = "native frames per report (default 32, 0 for none)"}};
+constexpr LaunchOption kTraceOption[] = {
+    {.name = "--trace", .sets = "1", .help = "also log every operation on guarded files"}};
+constexpr LaunchOption kNoPythonStackOption[] = {
+    {.name = "--no-python-stack", .sets = "0", .help = "leave the Python stack out of reports"}};
+constexpr LaunchOption kReopenOption[] = {
+    {.name = "--reopen",
+     .argument = "R",
+     .help = "auto (default: by the store), append, rewrite (for stores that cannot append) or hold"}};
+
 // ---- The table ----
 
 constexpr Variable kVariables[] = {
@@ -147,7 +178,8 @@ constexpr Variable kVariables[] = {
      .accepted = "unset, empty, 0, off (inert); 1, on, enforce; audit",
      .default_value = "inert",
      .help = "inert: every hook passes through; enforce: rewrite and refuse; audit: change nothing, report",
-     .parse = parse_mode},
+     .parse = parse_mode,
+     .options = kModeOptions},
     {.name = "APPENDGUARD_PATHS",
      .kind = VariableKind::kSetting,
      .accepted = "colon-separated glob patterns ('*', '?', '[...]', '**' across directories), e.g. "
@@ -155,18 +187,14 @@ constexpr Variable kVariables[] = {
      .default_value = "*.safetensors",
      .help = "which files are guarded (a pattern with '/' matches the absolute path)",
      .parse = parse_paths,
-     .flag = "--paths",
-     .flag_arg = "P",
-     .flag_help = "colon-separated globs of guarded files (default *.safetensors)"},
+     .options = kPathsOption},
     {.name = "APPENDGUARD_ON_VIOLATION",
      .kind = VariableKind::kSetting,
      .accepted = "error, abort, warn",
      .default_value = "error (warn in audit)",
      .help = "what happens to a call that breaks the rule",
      .parse = parse_on_violation,
-     .flag = "--on-violation",
-     .flag_arg = "A",
-     .flag_help = "error (default), abort or warn"},
+     .options = kOnViolationOption},
     {.name = "APPENDGUARD_ERRNO",
      .kind = VariableKind::kSetting,
      .accepted =
@@ -175,54 +203,42 @@ constexpr Variable kVariables[] = {
      .default_value = "EOPNOTSUPP",
      .help = "the errno of a refused call",
      .parse = parse_errno,
-     .flag = "--errno",
-     .flag_arg = "E",
-     .flag_help = "errno of a refused call (default EOPNOTSUPP)"},
+     .options = kErrnoOption},
     {.name = "APPENDGUARD_LOG",
      .kind = VariableKind::kSetting,
      .accepted = "stderr or a file path (%p pid, %h host, %r rank)",
      .default_value = "stderr",
      .help = "where reports, trace lines and summaries go",
      .parse = parse_log,
-     .flag = "--log",
-     .flag_arg = "L",
-     .flag_help = "stderr (default) or a file; %p pid, %h host, %r rank"},
+     .options = kLogOption},
     {.name = "APPENDGUARD_BACKTRACE",
      .kind = VariableKind::kSetting,
      .accepted = "a whole number of frames from 0 (none) to 256",
      .default_value = "32",
      .help = "native frames per report (0 for none)",
      .parse = parse_backtrace,
-     .flag = "--backtrace",
-     .flag_arg = "N",
-     .flag_help = "native frames per report (default 32, 0 for none)"},
+     .options = kBacktraceOption},
     {.name = "APPENDGUARD_TRACE",
      .kind = VariableKind::kSetting,
      .accepted = kBool,
      .default_value = "off",
      .help = "one line per operation on a guarded file",
      .parse = parse_switch<&Config::trace>,
-     .flag = "--trace",
-     .flag_sets = "1",
-     .flag_help = "also log every operation on guarded files"},
+     .options = kTraceOption},
     {.name = "APPENDGUARD_PYTHON_STACK",
      .kind = VariableKind::kSetting,
      .accepted = kBool,
      .default_value = "on",
      .help = "add the Python stack to reports",
      .parse = parse_switch<&Config::python_stack>,
-     .flag = "--no-python-stack",
-     .flag_sets = "0",
-     .flag_help = "leave the Python stack out of reports"},
+     .options = kNoPythonStackOption},
     {.name = "APPENDGUARD_REOPEN",
      .kind = VariableKind::kSetting,
      .accepted = "auto, append, rewrite, hold",
      .default_value = "auto",
      .help = "how enforce mode reopens an existing file for writing (auto: by the store)",
      .parse = parse_reopen,
-     .flag = "--reopen",
-     .flag_arg = "R",
-     .flag_help = "auto (default: by the store), append, rewrite (for stores that cannot append) or hold"},
+     .options = kReopenOption},
     {.name = "APPENDGUARD_HOLD_SECONDS",
      .kind = VariableKind::kSetting,
      .accepted = "a whole number of seconds from 0 (no limit) to 86400",

@@ -27,19 +27,23 @@ struct Variable;
 // else what follows "invalid NAME='VALUE': " in the error line: usually rejected(self) ("accepted: ...").
 using ParseSetting = std::string (*)(std::string_view value, const Variable& self, Config& config);
 
+// An `appendguard run` option that sets a variable: `--paths P` sets it to the option's value; a switch
+// (`argument` null) sets it to `sets`.
+struct LaunchOption {
+  const char* name;
+  const char* argument = nullptr;
+  const char* sets = nullptr;
+  const char* help = "";  // the option's line in `appendguard run --help`
+};
+
 struct Variable {
   const char* name;
   VariableKind kind;
-  const char* accepted;          // the values accepted: error lines, usage text
-  const char* default_value;     // "" when none
-  const char* help;              // one line
-  ParseSetting parse = nullptr;  // settings only
-  // The launcher's option for it, if any: `--paths P` sets the variable to P; a switch (flag_arg
-  // nullptr) sets it to flag_sets.
-  const char* flag = nullptr;
-  const char* flag_arg = nullptr;
-  const char* flag_sets = nullptr;
-  const char* flag_help = nullptr;  // the option's line in `appendguard run --help`
+  const char* accepted;                        // the values accepted: error lines, usage text
+  const char* default_value;                   // "" when none
+  const char* help;                            // one line
+  ParseSetting parse = nullptr;                // settings only
+  std::span<const LaunchOption> options = {};  // the launcher's options for it (cli/launch_options.cpp)
 };
 
 // "accepted: " + self.accepted, after `why` and "; " when given.

@@ -1,6 +1,7 @@
 #include "report/log_sink.h"
 
 #include "core/config.h"
+#include "core/write_all.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -47,19 +48,9 @@ int write_fully(int fd, std::string_view text) {
   sigemptyset(&previous);
   syscall(SYS_rt_sigprocmask, SIG_BLOCK, &pipe_only, &previous, kKernelSigsetSize);
   bool was_pending = sigpipe_pending();
-  const char* data = text.data();
-  size_t left = text.size();
-  int error = 0;
-  while (left > 0) {
-    long n = raw_write(fd, data, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      error = n < 0 ? errno : EIO;
-      break;
-    }
-    data += n;
-    left -= static_cast<size_t>(n);
-  }
+  int error = write_all(text.size(), [&](uint64_t done, uint64_t left) {
+                return raw_write(fd, text.data() + done, left);
+              }).error_or_eio();
   if (error == EPIPE && !was_pending) {
     struct timespec zero = {0, 0};
     int saved = errno;

@@ -8,6 +8,7 @@
 
 #include <cstdio>
 
+#include "core/write_all.h"
 #include "shim/guard_size.h"
 #include "shim/real_io.h"
 #include "shim/trace.h"
@@ -22,19 +23,13 @@ pid_t raw_getpid() {
 // Appends `count` zeros at `end`; returns how many landed.
 uint64_t append_zeros(int fd, const Description* d, uint64_t end, uint64_t count, int& error) {
   static const char kZeros[4096] = {};
-  uint64_t done = 0;
-  while (done < count) {
-    size_t chunk = count - done < sizeof kZeros ? static_cast<size_t>(count - done) : sizeof kZeros;
-    ssize_t n = d->kernel_appends ? real_write(fd, kZeros, chunk)
-                                  : real_pwrite64(fd, kZeros, chunk, static_cast<off64_t>(end + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      error = n < 0 ? errno : EIO;
-      break;
-    }
-    done += static_cast<uint64_t>(n);
-  }
-  return done;
+  WriteAllResult result = write_all(count, [&](uint64_t done, uint64_t left) {
+    size_t chunk = left < sizeof kZeros ? static_cast<size_t>(left) : sizeof kZeros;
+    return d->kernel_appends ? real_write(fd, kZeros, chunk)
+                             : real_pwrite64(fd, kZeros, chunk, static_cast<off64_t>(end + done));
+  });
+  error = result.error_or_eio();
+  return result.written;
 }
 
 void fill(int fd, Description* d, const char* when) {

@@ -303,20 +303,6 @@ char* read_whole_file(int fd, uint64_t size) {
   return data;
 }
 
-uint64_t write_fully(int fd, const char* data, uint64_t size, int& error) {
-  uint64_t done = 0;
-  while (done < size) {
-    ssize_t n = real_write(fd, data + done, size - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      error = n < 0 ? errno : EIO;
-      break;
-    }
-    done += static_cast<uint64_t>(n);
-  }
-  return done;
-}
-
 void report_rewrite_failure(const OpenDecision& decision, uint64_t written, uint64_t size, int error) {
   char message[kMaxPath + 700];
   if (written == 0 && size > kMaxRewriteBytes) {

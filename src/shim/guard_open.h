@@ -15,6 +15,7 @@
 #include "core/carried_fds.h"
 #include "core/file_table.h"
 #include "core/open_flags.h"
+#include "core/write_all.h"
 #include "shim/real_io.h"
 
 namespace appendguard {
@@ -63,8 +64,6 @@ constexpr uint64_t kMaxRewriteBytes = uint64_t{8} << 20;
 
 // Reads all of `fd` (`size` bytes) into a new buffer; null with errno on failure.
 char* read_whole_file(int fd, uint64_t size);
-// Writes all of `data` to `fd`, retrying short writes and EINTR. Returns the bytes written.
-uint64_t write_fully(int fd, const char* data, uint64_t size, int& error);
 void report_rewrite_failure(const OpenDecision& decision, uint64_t written, uint64_t size, int error);
 
 // APPENDGUARD_REOPEN=rewrite, for stores that cannot append to an existing file but replace it
@@ -99,8 +98,11 @@ int reopen_by_rewriting(OpenDecision& decision, Call&& call) {
   }
   int fd = call(decision.flags);
   if (fd >= 0 && size > 0) {
-    uint64_t written = write_fully(fd, old_bytes, size, error);
-    if (written != size) {
+    WriteAllResult write_back =
+        write_all(size, [&](uint64_t done, uint64_t left) { return real_write(fd, old_bytes + done, left); });
+    uint64_t written = write_back.written;
+    error = write_back.error_or_eio();
+    if (!write_back.complete) {
       report_rewrite_failure(decision, written, size, error);
       real_close(fd);
       fd = -1;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include "core/write_all.h"
 #include "shim/violation.h"
 
 namespace appendguard {
@@ -100,18 +101,13 @@ ssize_t copy_by_write(int in_fd, off64_t* in_offset, int out_fd, off64_t* out_of
       error = got < 0 ? errno : 0;
       break;
     }
-    size_t done = 0;
-    while (done < static_cast<size_t>(got)) {
-      ssize_t n = out_offset ? real_pwrite64(out_fd, buffer + done, got - done, *out_offset)
-                             : real_write(out_fd, buffer + done, got - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        error = n < 0 ? errno : EIO;
-        break;
-      }
-      done += static_cast<size_t>(n);
-      if (out_offset) *out_offset += n;
-    }
+    WriteAllResult out = write_all(static_cast<uint64_t>(got), [&](uint64_t done, uint64_t left) {
+      return out_offset ? real_pwrite64(out_fd, buffer + done, left, *out_offset + static_cast<off64_t>(done))
+                        : real_write(out_fd, buffer + done, left);
+    });
+    size_t done = static_cast<size_t>(out.written);
+    if (out_offset) *out_offset += static_cast<off64_t>(done);
+    if (!out.complete) error = out.error_or_eio();
     total += done;
     if (in_offset) {
       *in_offset += static_cast<off64_t>(done);

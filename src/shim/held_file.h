@@ -21,7 +21,7 @@ namespace appendguard {
 class HeldFile {
  public:
   HeldFile(int fd, Description* d) : d_(d) {
-    pinned_ = g_files.pin(fd, d);
+    pinned_ = g_files.pin(d);
     if (pinned_) reacquire(fd, d);
   }
   ~HeldFile() {

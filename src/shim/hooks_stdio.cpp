@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "core/fopen_mode.h"
+#include "core/write_all.h"
 #include "shim/cookie_stream.h"
 #include "shim/guard_descriptor.h"
 #include "shim/guard_open.h"
@@ -146,17 +147,6 @@ void make_descriptor_append(int fd, Description* d) {
 
 // ---------------------------------------------------------------- dprintf
 
-ssize_t write_all(int fd, const char* text, size_t length) {
-  size_t done = 0;
-  while (done < length) {
-    ssize_t n = real_write(fd, text + done, length - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return done > 0 ? static_cast<ssize_t>(done) : n;
-    done += static_cast<size_t>(n);
-  }
-  return static_cast<ssize_t>(done);
-}
-
 // glibc's dprintf formats into a private stream whose writes no hook sees: format here, write checked.
 int guarded_vdprintf(const char* operation, int fd, Description* d, const char* format, va_list args) {
   char local[1024];
@@ -176,8 +166,10 @@ int guarded_vdprintf(const char* operation, int fd, Description* d, const char* 
   va_end(again);
   if (length < 0) return -1;
   size_t count = static_cast<size_t>(length);
-  ssize_t written = guarded_write(operation, fd, d, WriteRequest::at_position(count),
-                                  [&] { return write_all(fd, text, count); });
+  ssize_t written = guarded_write(operation, fd, d, WriteRequest::at_position(count), [&] {
+    return write_all(count, [&](uint64_t done, uint64_t left) { return real_write(fd, text + done, left); })
+        .as_write_result();
+  });
   if (text != local) keep_errno([&](int) { std::free(text); });
   return written == static_cast<ssize_t>(count) ? length : -1;
 }

@@ -31,7 +31,9 @@ inline Mode current_mode() {
 }
 
 // How deeply this thread is inside our own code. Static TLS: the library is loaded at start-up.
-extern __attribute__((tls_model("initial-exec"))) thread_local int t_internal_depth;
+// constinit here too: without it every access from another file tests for a dynamic initializer (a TLS
+// wrapper call), on the path of every guarded call.
+extern __attribute__((tls_model("initial-exec"))) constinit thread_local int t_internal_depth;
 
 // True while this thread runs our own code (reporting, initializing): hooks then pass straight through.
 struct InternalScope {

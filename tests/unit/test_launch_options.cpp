@@ -77,28 +77,42 @@ TEST_CASE("run refuses an invalid APPENDGUARD in the environment instead of repl
 TEST_CASE("every option of the variables table sets its variable, as --OPTION V and --OPTION=V") {
   size_t options = 0;
   for (const Variable& v : known_variables()) {
-    if (!v.flag) continue;
-    ++options;
-    INFO(v.flag);
-    CHECK(v.kind == VariableKind::kSetting);
-    CHECK(v.flag_help);
-    if (v.flag_arg) {
-      CHECK(value_of(parse_run_arguments({v.flag, "V", "--", "x"}, "/lib.so", "").plan, v.name) == "V");
-      CHECK(value_of(parse_run_arguments({std::string(v.flag) + "=V", "x"}, "/lib.so", "").plan, v.name) ==
-            "V");
-      CHECK_FALSE(parse_run_arguments({v.flag}, "/lib.so", "").ok());
-    } else {
-      REQUIRE(v.flag_sets);
-      CHECK(value_of(parse_run_arguments({v.flag, "--", "x"}, "/lib.so", "").plan, v.name) == v.flag_sets);
-      // The switch's value is one the variable's parser accepts.
-      Config config;
-      CHECK(v.parse(v.flag_sets, v, config).empty());
+    for (const LaunchOption& o : v.options) {
+      ++options;
+      INFO(o.name);
+      CHECK(v.kind == VariableKind::kSetting);
+      CHECK(*o.help);
+      if (o.argument) {
+        CHECK(value_of(parse_run_arguments({o.name, "V", "--", "x"}, "/lib.so", "").plan, v.name) == "V");
+        CHECK(value_of(parse_run_arguments({std::string(o.name) + "=V", "x"}, "/lib.so", "").plan, v.name) ==
+              "V");
+        CHECK_FALSE(parse_run_arguments({o.name}, "/lib.so", "").ok());
+      } else {
+        REQUIRE(o.sets);
+        CHECK(value_of(parse_run_arguments({o.name, "--", "x"}, "/lib.so", "").plan, v.name) == o.sets);
+        CHECK_FALSE(parse_run_arguments({std::string(o.name) + "=1", "x"}, "/lib.so", "").ok());
+        // The switch's value is one the variable's parser accepts.
+        Config config;
+        CHECK(v.parse(o.sets, v, config).empty());
+      }
+      const std::string unknown = parse_run_arguments({"--nonsense", "x"}, "/lib.so", "").error;
+      CHECK(unknown.find(o.name) != std::string::npos);
+      CHECK(run_usage().find(std::string("  ") + o.name) != std::string::npos);
     }
-    const std::string unknown = parse_run_arguments({"--nonsense", "x"}, "/lib.so", "").error;
-    CHECK(unknown.find(v.flag) != std::string::npos);
-    CHECK(run_usage().find(std::string("  ") + v.flag) != std::string::npos);
   }
-  CHECK(options >= 8);
+  CHECK(options >= 10);
+}
+
+TEST_CASE("the mode's options come from the table: --audit and --enforce set APPENDGUARD, the last wins") {
+  CHECK(value_of(parse_run_arguments({"--audit", "--", "x"}, "/lib.so", "").plan, "APPENDGUARD") == "audit");
+  CHECK(value_of(parse_run_arguments({"--audit", "--enforce", "x"}, "/lib.so", "", "audit").plan,
+                 "APPENDGUARD") == "enforce");
+  CHECK(value_of(parse_run_arguments({"--", "x"}, "/lib.so", "", "audit").plan, "APPENDGUARD") == "audit");
+  // APPENDGUARD appears once in the plan, whatever the options.
+  LaunchPlan plan = parse_run_arguments({"--audit", "--enforce", "--audit", "x"}, "/lib.so", "").plan;
+  size_t count = 0;
+  for (const auto& [name, value] : plan.environment) count += name == "APPENDGUARD";
+  CHECK(count == 1);
 }
 
 TEST_CASE("run --help lists exactly the table's names, with each setting's accepted values and default") {

@@ -121,7 +121,7 @@ TEST_CASE(
     INFO(v.name);
     if (v.kind != VariableKind::kSetting) {
       CHECK_FALSE(v.parse);
-      CHECK_FALSE(v.flag);
+      CHECK(v.options.empty());
       continue;
     }
     REQUIRE(v.parse);
