@@ -34,7 +34,7 @@ bool refresh_shared_offset(int fd, Description* d, PositionState& state) {
   return true;
 }
 
-bool refuse_or_report_write(const char* operation, int fd, Description* d, const WriteRequest& request,
+bool refuse_or_report_write(const char* operation, int fd, Description* d, WriteRequest request,
                             const WriteCheck& check, uint64_t end_of_file, bool moved_by_another_process) {
   const char* why = moved_by_another_process && !request.has_offset
                         ? "the descriptor's offset, shared with another process (a fork, an inherited or a "
@@ -60,7 +60,7 @@ bool refuse_or_report_write(const char* operation, int fd, Description* d, const
   return false;
 }
 
-void trace_write(const char* operation, int fd, const Description* d, const WriteRequest& request,
+void trace_write(const char* operation, int fd, const Description* d, WriteRequest request,
                  const WriteCheck& check, uint64_t end_of_file, ssize_t result) {
   int error = errno;
   trace(operation, fd, d->path, result, error, "bytes=%llu offset=%llu end_of_file=%llu",
@@ -70,7 +70,7 @@ void trace_write(const char* operation, int fd, const Description* d, const Writ
 }
 
 ssize_t refuse_write_from_interrupting_handler(const char* operation, int fd, Description* d,
-                                               const WriteRequest& request) {
+                                               WriteRequest request) {
   Violation v =
       violation_on(operation, fd, d, d->file->end_of_file,
                    "a signal handler writes to the file whose write it interrupted; the interrupted "

@@ -23,12 +23,12 @@ ssize_t copy_by_write(int in_fd, off64_t* in_offset, int out_fd, off64_t* out_of
 // A signal handler writing to the file whose guarded call it interrupted: that call holds the file's
 // lock and has not recorded its own bytes yet, so this write cannot be placed. It is refused.
 ssize_t refuse_write_from_interrupting_handler(const char* operation, int fd, Description* d,
-                                               const WriteRequest& request);
+                                               WriteRequest request);
 
 // The parts of guarded_write that are not on the path of an allowed write.
-bool refuse_or_report_write(const char* operation, int fd, Description* d, const WriteRequest& request,
+bool refuse_or_report_write(const char* operation, int fd, Description* d, WriteRequest request,
                             const WriteCheck& check, uint64_t end_of_file, bool moved_by_another_process);
-void trace_write(const char* operation, int fd, const Description* d, const WriteRequest& request,
+void trace_write(const char* operation, int fd, const Description* d, WriteRequest request,
                  const WriteCheck& check, uint64_t end_of_file, ssize_t result);
 
 // A description whose kernel offset another process may have moved (shares_offset): reads the offset
@@ -37,8 +37,8 @@ void trace_write(const char* operation, int fd, const Description* d, const Writ
 bool refresh_shared_offset(int fd, Description* d, PositionState& state);
 
 template <typename Perform>
-APPENDGUARD_SLOW_PATH ssize_t guarded_write(const char* operation, int fd, Description* d,
-                                            const WriteRequest& request, Perform&& perform) {
+[[gnu::always_inline]] inline ssize_t guarded_write(const char* operation, int fd, Description* d,
+                                                    const WriteRequest request, Perform&& perform) {
   // The kernel's own EINVAL for a negative offset, whatever the mount.
   if (request.has_offset && static_cast<int64_t>(request.offset) < 0) return perform();
   HeldFile file(fd, d);
