@@ -45,6 +45,9 @@ Module g_own;
 constexpr int kMaxLibcModules = 2;
 Module g_libc[kMaxLibcModules];
 int g_libc_count = 0;
+// CPython's evaluation loop, _PyEval_EvalFrameDefault (exported by the interpreter, or by a libpython the
+// program links), when the process has it at load: found by address, like the modules above.
+Module g_python_evaluation;
 // Threads inside libunwind now. libunwind takes mutexes of its own; a child forked while another thread
 // held one would wait forever at its first unwind, so a child forked during an unwind never unwinds.
 std::atomic<int> g_threads_unwinding{0};
@@ -90,6 +93,18 @@ int note_module(dl_phdr_info* info, size_t /*size*/, void* /*data*/) {
 void find_modules() {
   g_libc_count = 0;
   dl_iterate_phdr(note_module, nullptr);
+  void* evaluation = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+  // dladdr1 (for the symbol's size) is looked up at run time: linked, it would be its GLIBC_2.34 version.
+  using Dladdr1 = int (*)(const void*, Dl_info*, void**, int);
+  auto dladdr1_at_run_time = reinterpret_cast<Dladdr1>(dlsym(RTLD_DEFAULT, "dladdr1"));
+  Dl_info info{};
+  void* entry = nullptr;
+  if (evaluation && dladdr1_at_run_time && dladdr1_at_run_time(evaluation, &info, &entry, RTLD_DL_SYMENT) &&
+      entry) {
+    auto start = reinterpret_cast<uintptr_t>(evaluation);
+    uint64_t size = static_cast<const ElfW(Sym)*>(entry)->st_size;
+    if (size > 0) g_python_evaluation = {start, start + size};
+  }
 }
 
 }  // namespace
@@ -129,15 +144,17 @@ bool in_libc(const void* frame) {
   return false;
 }
 
-// CPython's evaluation loop (_PyEval_EvalFrameDefault, exported by the interpreter): the frames from it
-// down are the interpreter's and its callers', which the Python stack says better. Returns the module
-// it is in (the python executable or libpython), or null.
+// CPython's evaluation loop: the frames from it down are the interpreter's and its callers', which the
+// Python stack says better. Returns the module it is in (the python executable or libpython), or null.
+// Found by address when known at load, else by name (a libpython loaded later).
 void* python_evaluation_module(const void* frame) {
   Dl_info info{};
-  auto lookup = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(frame) - 1);
-  bool evaluation =
-      dladdr(lookup, &info) && info.dli_sname &&
-      (std::strstr(info.dli_sname, "PyEval_EvalFrame") || std::strstr(info.dli_sname, "PyEval_EvalCode"));
+  auto call = reinterpret_cast<uintptr_t>(frame) - 1;
+  if (g_python_evaluation.high != 0 && !g_python_evaluation.contains(call)) return nullptr;
+  if (!dladdr(reinterpret_cast<void*>(call), &info)) return nullptr;
+  bool evaluation = g_python_evaluation.contains(call) ||
+                    (info.dli_sname && (std::strstr(info.dli_sname, "PyEval_EvalFrame") ||
+                                        std::strstr(info.dli_sname, "PyEval_EvalCode")));
   return evaluation ? info.dli_fbase : nullptr;
 }
 
@@ -181,7 +198,7 @@ static_assert(sizeof(UnwindState) <= kUnwindSpace && alignof(UnwindState) <= 64)
 static_assert(sizeof(ReportScratch::unwind) == kUnwindSpace);
 
 void capture_stack(CapturedStack& stack, int max_frames, int skip, unsigned char* unwind_space,
-                   StackScope scope) {
+                   StackScope scope, bool stop_at_python) {
   // A stack that is all libc's (a destructor at exit, a thread of libc's own) is kept whole rather than
   // shown empty: a second pass, in this same frame so that `skip` counts the same frames.
   for (StackScope pass = scope;; pass = StackScope::kWhole) {
@@ -200,6 +217,7 @@ void capture_stack(CapturedStack& stack, int max_frames, int skip, unsigned char
     if (g_unwinder.getcontext(&context) != 0 || g_unwinder.init_local(&cursor, &context) != 0) return;
     int depth = 0;
     bool more = true;
+    bool stopped = false;
     do {
       unw_word_t ip = 0;
       if (g_unwinder.get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0) {
@@ -214,11 +232,14 @@ void capture_stack(CapturedStack& stack, int max_frames, int skip, unsigned char
         continue;
       }
       stack.frames[stack.count++] = reinterpret_cast<void*>(ip);
-    } while (stack.count < max_frames && (more = g_unwinder.step(&cursor) > 0));
+      // Below the evaluation loop no signal frame can matter: a signal handler runs no Python code.
+      stopped = stop_at_python && g_python_evaluation.contains(ip - 1);
+    } while (!stopped && stack.count < max_frames && (more = g_unwinder.step(&cursor) > 0));
     stack.reached_bottom = !more;
     // Keep looking for a signal frame beyond the kept frames (it decides whether we may allocate), and
     // count the frames left out.
-    for (; more && stack.frames_beyond < 512 && g_unwinder.step(&cursor) > 0; ++stack.frames_beyond) {
+    for (; more && !stopped && stack.frames_beyond < 512 && g_unwinder.step(&cursor) > 0;
+         ++stack.frames_beyond) {
       if (!stack.in_signal_handler && g_unwinder.is_signal_frame(&cursor) > 0) stack.in_signal_handler = true;
     }
     if (stack.count > 0 || stack.libc_frames_skipped == 0 || pass == StackScope::kWhole) return;

@@ -33,9 +33,10 @@ constexpr size_t kUnwindSpace = 4096;
 // Captures up to `max_frames` return addresses of the caller, skipping `skip` innermost frames and then
 // every frame inside this library (and with kCulprit libc's), so that the first frame shown is the
 // program's call. A stack that is all libc's is kept whole. `unwind_space` (kUnwindSpace bytes,
-// 64-aligned) holds libunwind's state.
+// 64-aligned) holds libunwind's state. `stop_at_python`: the first frame of CPython's evaluation loop is
+// the last kept and the last stepped to (frames_beyond stays 0; a signal frame below it cannot matter).
 void capture_stack(CapturedStack& stack, int max_frames, int skip, unsigned char* unwind_space,
-                   StackScope scope = StackScope::kWhole);
+                   StackScope scope = StackScope::kWhole, bool stop_at_python = false);
 
 // Captures addresses only (for the site of an open, symbolized later if a report needs it).
 int capture_addresses(void** frames, int max_frames, int skip, StackScope scope = StackScope::kWhole);

@@ -362,7 +362,9 @@ void record_seek_site(SeekSite& site, const char* function, int64_t offset, int 
     ScratchLease lease;
     if (ReportScratch* scratch = lease.get()) {
       int frames = g_backtrace_frames < kSeekFrames ? g_backtrace_frames : kSeekFrames;
-      capture_stack(scratch->stack, frames, 1, scratch->unwind, native_scope());
+      // In a Python thread the unwinding stops at the interpreter's loop: the Python frames tell the rest
+      // (without them, the 16 frames above it do), and no signal frame below it can matter.
+      capture_stack(scratch->stack, frames, 1, scratch->unwind, native_scope(), !g_whole_native);
       for (int i = 0; i < scratch->stack.count; ++i) site.frames[i] = scratch->stack.frames[i];
       site.frame_count = scratch->stack.count;
       site.reached_bottom = scratch->stack.reached_bottom;
