@@ -33,7 +33,8 @@ struct Unwinder {
 Unwinder g_unwinder;
 std::atomic<bool> g_loaded{false};
 // The address ranges of this library (its frames say nothing about the culprit) and of libc (and
-// libpthread, separate before glibc 2.34: the call the program made, or the thread's start), found once
+// libpthread, separate before glibc 2.34, and a sanitizer runtime's interceptors in the ASan and TSan
+// builds: the call the program made, or the thread's start), found once
 // at load with dl_iterate_phdr: dladdr, which searches a module's symbols, costs thousands of
 // instructions per frame (a seek leaving the end captures its stack).
 struct Module {
@@ -42,7 +43,7 @@ struct Module {
   bool contains(uintptr_t address) const { return address >= low && address < high; }
 };
 Module g_own;
-constexpr int kMaxLibcModules = 2;
+constexpr int kMaxLibcModules = 4;
 Module g_libc[kMaxLibcModules];
 int g_libc_count = 0;
 // CPython's evaluation loop, _PyEval_EvalFrameDefault (exported by the interpreter, or by a libpython the
@@ -84,8 +85,9 @@ int note_module(dl_phdr_info* info, size_t /*size*/, void* /*data*/) {
   if (m.contains(reinterpret_cast<uintptr_t>(&note_module))) g_own = m;
   const char* module = info->dlpi_name ? info->dlpi_name : "";
   if (const char* slash = std::strrchr(module, '/')) module = slash + 1;
-  bool libc =
-      starts_with(module, "libc.so") || starts_with(module, "libc-") || starts_with(module, "libpthread");
+  bool libc = starts_with(module, "libc.so") || starts_with(module, "libc-") ||
+              starts_with(module, "libpthread") || starts_with(module, "libasan") ||
+              starts_with(module, "libtsan") || starts_with(module, "libubsan");
   if (libc && g_libc_count < kMaxLibcModules) g_libc[g_libc_count++] = m;
   return 0;
 }
