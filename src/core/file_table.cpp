@@ -10,6 +10,8 @@ namespace appendguard {
 
 __attribute__((tls_model("initial-exec"))) constinit thread_local TrackedFile* t_held_file = nullptr;
 
+constinit Description g_closed_by_program;
+
 namespace {
 
 // pthread_sigmask is in libc only since glibc 2.32 (libpthread before): the system call, with glibc's own
@@ -148,7 +150,8 @@ Description* FileTable::track(int fd, const OpenRecord& record) {
   d->next_free = nullptr;
 
   Description* previous = slots_[fd].exchange(d, std::memory_order_acq_rel);
-  if (previous) release_description(previous);  // the kernel reused an fd we never saw closed
+  // The kernel reused an fd we never saw closed (or a held session answers this open).
+  if (previous && previous != closed_by_program()) release_description(previous);
   if (fd + 1 > highest_fd_plus_one_.load(std::memory_order_relaxed))
     highest_fd_plus_one_.store(fd + 1, std::memory_order_relaxed);
   return d;
@@ -183,7 +186,7 @@ void FileTable::alias(int old_fd, int new_fd) {
   Description* d = lookup(old_fd);
   if (d) ++d->descriptors;
   Description* previous = slots_[new_fd].exchange(d, std::memory_order_acq_rel);
-  if (previous) release_description(previous);
+  if (previous && previous != closed_by_program()) release_description(previous);
   if (d && new_fd + 1 > highest_fd_plus_one_.load(std::memory_order_relaxed)) {
     highest_fd_plus_one_.store(new_fd + 1, std::memory_order_relaxed);
   }
@@ -194,9 +197,24 @@ bool FileTable::forget(int fd) {
   if (!slots_[fd].load(std::memory_order_relaxed)) return false;
   RegistryGuard guard(registry_);
   Description* previous = slots_[fd].exchange(nullptr, std::memory_order_acq_rel);
-  if (!previous) return false;
+  if (!previous || previous == closed_by_program()) return false;
   release_description(previous);
   return true;
+}
+
+void FileTable::close_for_program(int fd) {
+  if (fd < 0 || fd >= kMaxTrackedFd) return;
+  RegistryGuard guard(registry_);
+  Description* previous = slots_[fd].exchange(closed_by_program(), std::memory_order_acq_rel);
+  if (previous && previous != closed_by_program()) release_description(previous);
+  if (fd + 1 > highest_fd_plus_one_.load(std::memory_order_relaxed))
+    highest_fd_plus_one_.store(fd + 1, std::memory_order_relaxed);
+}
+
+void FileTable::clear_closed_by_program(int fd) {
+  if (fd < 0 || fd >= kMaxTrackedFd) return;
+  Description* expected = closed_by_program();
+  slots_[fd].compare_exchange_strong(expected, nullptr, std::memory_order_acq_rel);
 }
 
 void FileTable::forget_range(unsigned first, unsigned last) {
@@ -206,7 +224,7 @@ void FileTable::forget_range(unsigned first, unsigned last) {
   RegistryGuard guard(registry_);
   for (unsigned fd = first; fd <= last; ++fd) {
     Description* previous = slots_[fd].exchange(nullptr, std::memory_order_acq_rel);
-    if (previous) release_description(previous);
+    if (previous && previous != closed_by_program()) release_description(previous);
   }
 }
 
@@ -254,7 +272,8 @@ void FileTable::before_fork() {
 void FileTable::mark_offsets_shared() {
   int highest = highest_fd();
   for (int fd = 0; fd <= highest; ++fd) {
-    if (Description* d = slots_[fd].load(std::memory_order_relaxed); d && !d->kernel_appends) {
+    Description* d = slots_[fd].load(std::memory_order_relaxed);
+    if (d && d != closed_by_program() && !d->kernel_appends) {
       d->shares_offset.store(true, std::memory_order_relaxed);
     }
   }

@@ -135,11 +135,27 @@ struct OpenRecord {
 // call must not wait for the lock (its own thread would never release it).
 extern __attribute__((tls_model("initial-exec"))) constinit thread_local TrackedFile* t_held_file;
 
+// The slot value of a number the program closed while the library keeps its descriptor open (a held
+// write session, shim/held_sessions.h; in a fork child, a number the parent held): the hooks' one slot
+// test sees the number taken, and their tracked path answers EBADF, as the kernel would without the
+// library. Never dereferenced: lookup() filters it out; slot() returns it.
+extern constinit Description g_closed_by_program;
+inline Description* closed_by_program() {
+  return &g_closed_by_program;
+}
+
 class FileTable {
  public:
   constexpr FileTable() = default;
 
+  // The description behind `fd`, or null: also for a number the program closed that we hold.
   Description* lookup(int fd) const {
+    Description* d = slot(fd);
+    return d == closed_by_program() ? nullptr : d;
+  }
+  // The slot as it is: null (nothing of ours), a description, or closed_by_program(). The hooks' fast
+  // paths test this one load; a taken slot goes out of line.
+  Description* slot(int fd) const {
     if (static_cast<unsigned>(fd) >= static_cast<unsigned>(kMaxTrackedFd)) return nullptr;
     return slots_[fd].load(std::memory_order_acquire);
   }
@@ -172,8 +188,15 @@ class FileTable {
   Description* track(int fd, const OpenRecord& record);
   // After dup/dup2/dup3/F_DUPFD: `new_fd` shares `old_fd`'s description (dropping what new_fd had).
   void alias(int old_fd, int new_fd);
-  // After close(fd) or dup2 onto fd: forget it. Returns true if fd was tracked.
+  // After close(fd) or dup2 onto fd: forget it (also a closed_by_program() mark). Returns true if fd was
+  // tracked.
   bool forget(int fd);
+  // A held write session: the program closed `fd`, the library keeps it open. Its slot becomes
+  // closed_by_program() (the description is released); clear_closed_by_program undoes that once the
+  // descriptor is really closed (unless the slot was given to a new description meanwhile).
+  void close_for_program(int fd);
+  void clear_closed_by_program(int fd);
+  bool closed_by_program_at(int fd) const { return slot(fd) == closed_by_program(); }
   // close_range/closefrom: forget every tracked fd in [first, last].
   void forget_range(unsigned first, unsigned last);
   // Looks up a file by identity (truncate(path) on an open file).

@@ -16,7 +16,7 @@ int close_tracked(int fd);
 // A descriptor number the kernel just handed out for something we do not guard: if we still track that
 // number, it was closed behind our back (a raw syscall, glibc closing internally) and is forgotten.
 inline int forget_if_stale(int fd) {
-  if (__builtin_expect(g_files.lookup(fd) != nullptr, 0)) note_close(fd);
+  if (__builtin_expect(g_files.slot(fd) != nullptr, 0)) note_close(fd);  // also a held number's mark
   return fd;
 }
 void note_close_range(const char* operation, unsigned first, unsigned last);

@@ -187,6 +187,7 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
   }
   record.starts_session = (decision.hold || decision_hold_after_open) &&
                           ((decision.flags & O_TRUNC) || (!decision.exists && (decision.flags & O_CREAT)));
+  if (record.starts_session) start_held_committer();  // not at the close: it may be in a signal handler
   if (decision.reuse_fd >= 0) {
     // The held session: the kernel offset is at the end of what it wrote, and only writes there are
     // allowed, so the kernel places every allowed write at the end (as with O_APPEND); the program's

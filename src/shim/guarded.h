@@ -3,11 +3,15 @@
 // descriptor's table slot is taken. Each is defined in the hooks_*.cpp file of its kind.
 #pragma once
 
+#include "core/file_table.h"
 #include "shim/real_io.h"
 
 namespace appendguard::guarded {
 
-#define INTERPOSED_FD(name, kind, twin64, fd, ret, params, args) ret name params;
+// The tracked path gets the description the untracked path found first, then the hook's own parameters.
+#define APPENDGUARD_WITH_DESCRIPTION(...) (::appendguard::Description * d, __VA_ARGS__)
+#define APPENDGUARD_PASS_DESCRIPTION(...) (d, __VA_ARGS__)
+#define INTERPOSED_FD(name, kind, twin64, fd, ret, params, args) ret name APPENDGUARD_WITH_DESCRIPTION params;
 #include "shim/interposed.def"
 
 }  // namespace appendguard::guarded

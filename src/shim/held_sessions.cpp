@@ -16,6 +16,7 @@
 #include "core/open_flags.h"
 #include "report/report.h"
 #include "report/summary.h"
+#include "shim/guard_descriptor.h"
 #include "shim/guarded_paths.h"
 #include "shim/held_file.h"
 #include "shim/mount_guard.h"
@@ -33,17 +34,37 @@ constinit std::atomic<unsigned> g_children{0};
 constinit HeldSet g_held;
 constinit Lock g_held_lock;
 
-// The committer thread (the time limit): started at the first held close of a process, so a process
-// that never holds a file has none. g_committer_started is reset in a fork child (threads do not
-// survive fork); g_wake is the futex word it waits on (bumped when the set gains its first session).
+// The committer thread (the time limit): started at the first open that starts a session to be held
+// (finish_open), so a process that never holds a file has none, and a signal handler's close never
+// creates it (pthread_create is not async-signal-safe). g_committer_started is reset in a fork child
+// (threads do not survive fork); g_wake is the futex word it waits on (bumped when the set gains its
+// first session).
 constinit std::atomic<bool> g_committer_started{false};
 constinit std::atomic<uint32_t> g_wake{0};
 // Set by the exit handler: closes after it are not held (nothing would commit them with a report), and
 // the committer takes no more sessions.
 constinit std::atomic<bool> g_exiting{false};
-// 1 while the committer has a session out of the set and is closing it (set under the set's lock): the
-// exit handler waits for it, so that its report is said and the store's answer is in before exit.
+// The number the committer thread is committing, plus one (0: none): set under the set's lock when it
+// takes the session out of the set, cleared (and waiters woken) once the real close returned and the
+// number's closed_by_program() slot is cleared. Until then the number is the library's: dup2/dup3 onto
+// it, close_range/closefrom over it and every call on it that saw its slot wait (futex) for the commit
+// to finish, so that the kernel never gives the program that number while the committer may still
+// close it. g_held_count counts it as held meanwhile, so the cheap any_held_sessions() tests stay true.
+// The exit handler waits for it too, so that its report is said and the store's answer is in before
+// exit.
 constinit std::atomic<uint32_t> g_in_flight{0};
+
+// Set in a fork child whose parent held sessions: their numbers' slots are still marked closed by the
+// program, but the descriptors behind them are the child's copies, which its close really closes.
+constinit std::atomic<bool> g_marks_inherited{false};
+
+void futex_wait(std::atomic<uint32_t>& word, uint32_t seen) {
+  syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, seen, nullptr, nullptr, 0);
+}
+
+void futex_wake_all(std::atomic<uint32_t>& word) {
+  syscall(SYS_futex, &word, FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
+}
 
 pid_t raw_getpid() {
   return static_cast<pid_t>(syscall(SYS_getpid));
@@ -60,7 +81,8 @@ class HeldGuard {
     g_held_lock.lock();
   }
   ~HeldGuard() {
-    g_held_count.store(static_cast<int>(g_held.size()), std::memory_order_relaxed);
+    g_held_count.store(static_cast<int>(g_held.size()) + (g_in_flight.load(std::memory_order_relaxed) != 0),
+                       std::memory_order_relaxed);
     g_held_lock.unlock();
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old_, nullptr, _NSIG / 8);
   }
@@ -73,9 +95,15 @@ class HeldGuard {
 
 // The real close of a held session: the store commits the upload here, and a FUSE store reports a failed
 // upload as this close's error. Said loudly: the program's own close returned 0 long ago.
-int commit(const HeldSession& s, const char* when) {
+// The number's closed_by_program() slot: a commit in a program's thread clears it just before the real
+// close (a use-after-close call in between reaches the held file, as it did before the slot existed;
+// docs/limits.md); the committer thread clears it just after, since its number is published in
+// g_in_flight and calls that meet the slot wait for it (`in_flight`).
+int commit(const HeldSession& s, const char* when, bool in_flight = false) {
+  if (!in_flight) g_files.clear_closed_by_program(s.fd);
   int result = real_close(s.fd);
   int error = errno;
+  if (in_flight) g_files.clear_closed_by_program(s.fd);
   if (result != 0) {
     char flags[160];
     format_open_flags(s.effective_flags, flags, sizeof flags);
@@ -132,12 +160,15 @@ void* committer_main(void*) {
       if (g_exiting.load(std::memory_order_relaxed)) return nullptr;
       expired = g_held.take_expired(now, limit_ns(), s);
       deadline = g_held.next_deadline(limit_ns());
-      if (expired) g_in_flight.store(1, std::memory_order_relaxed);
+      if (expired) g_in_flight.store(static_cast<uint32_t>(s.fd) + 1, std::memory_order_relaxed);
     }
     if (expired) {
-      commit(s, when);
-      g_in_flight.store(0, std::memory_order_release);
-      syscall(SYS_futex, &g_in_flight, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+      commit(s, when, true);
+      {
+        HeldGuard guard;  // its destructor counts the session out of g_held_count
+        g_in_flight.store(0, std::memory_order_release);
+      }
+      futex_wake_all(g_in_flight);
       continue;
     }
     struct timespec wait = {};
@@ -153,8 +184,9 @@ void* committer_main(void*) {
   return nullptr;
 }
 
-// At the first held close (a process's first, or a fork child's first): not in a process that never
-// holds a file. With every signal blocked around its creation, the thread starts with them blocked.
+// At the first open that starts a session to be held (start_held_committer), or else at the first held
+// close (a fork child holding a description its parent opened): not in a process that never holds a
+// file. With every signal blocked around its creation, the thread starts with them blocked.
 // pthread_create and pthread_detach are looked up at run time: linked, they would be GLIBC_2.34 symbols
 // (packaging.glibc_floor); before glibc 2.34 they are found only when libpthread is loaded.
 void start_committer() {
@@ -225,13 +257,15 @@ bool hold_instead_of_close(int fd, Description* d) {
   std::snprintf(s.path, sizeof s.path, "%s", d->path);
   // Never into an exec'd program: the session is this process's.
   real_fcntl(fd, F_SETFD, FD_CLOEXEC);
-  g_files.forget(fd);  // closed, for the program
   HeldSession evicted;
   bool full;
   bool first;
   {
+    // Closed, for the program: its slot says so from now on (calls on the number fail EBADF), in the
+    // same critical section as the set learns the number, so that dup2 onto it sees one or the other.
     HeldGuard guard;
     full = g_held.add(s, evicted);
+    g_files.close_for_program(fd);
     first = g_held.size() == 1;
   }
   if (first) {
@@ -277,18 +311,55 @@ void commit_held_before_read(int dirfd, const char* path) {
   errno = error;
 }
 
-bool is_held_fd(int fd) {
-  if (!owns_file_table()) return false;
-  HeldGuard guard;
-  return g_held.holds_fd(fd);
+void start_held_committer() {
+  if (current_mode() == Mode::kEnforce) start_committer();  // sessions are held in enforce mode only
 }
 
-__attribute__((noinline)) int close_untracked_while_holding(int fd) {
-  if (is_held_fd(fd)) {
-    errno = EBADF;
-    return -1;
+bool wait_while_committing(int fd) {
+  if (fd < 0) return false;
+  const uint32_t mine = static_cast<uint32_t>(fd) + 1;
+  while (true) {
+    uint32_t seen = g_in_flight.load(std::memory_order_acquire);
+    if (seen != mine) break;
+    futex_wait(g_in_flight, seen);
   }
-  return real_close(fd);
+  // Not (or no longer) in flight: a slot still marked is a number the program closed that we hold; a
+  // slot cleared meanwhile (the commit just ended) is to be looked at again.
+  return !g_files.closed_by_program_at(fd);
+}
+
+bool closed_by_the_program(int fd) {
+  while (g_files.closed_by_program_at(fd)) {
+    if (!wait_while_committing(fd)) return true;
+  }
+  return false;
+}
+
+__attribute__((noinline)) int close_taken_number(int fd) {
+  while (true) {
+    Description* d = g_files.slot(fd);
+    if (!d) return real_close(fd);
+    if (d != closed_by_program()) return close_tracked(fd);
+    if (!wait_while_committing(fd)) {
+      // A second close of a number we hold: EBADF, as without the library; the session stays. In a fork
+      // child, a number the parent held (its mark came with the memory, its session did not) is this
+      // process's copy of the descriptor: it is really closed (and its mark cleared), still with EBADF,
+      // since the program closed that number before the fork.
+      if (g_marks_inherited.load(std::memory_order_relaxed) && owns_file_table()) {
+        bool ours;
+        {
+          HeldGuard guard;
+          ours = g_held.holds_fd(fd);
+        }
+        if (!ours) {
+          g_files.clear_closed_by_program(fd);
+          real_close(fd);
+        }
+      }
+      errno = EBADF;
+      return -1;
+    }
+  }
 }
 
 void commit_held_range(unsigned first, unsigned last, const char* when) {
@@ -301,6 +372,13 @@ void commit_held_range(unsigned first, unsigned last, const char* when) {
       if (g_held.take_range(first, last, &s, 1) == 0) break;
     }
     commit(s, when);
+  }
+  // A number in [first, last] the committer thread is closing now: the caller is about to install or
+  // close descriptors there, so it waits until that close is done.
+  while (true) {
+    uint32_t seen = g_in_flight.load(std::memory_order_acquire);
+    if (seen == 0 || seen - 1 < first || seen - 1 > last) break;
+    futex_wait(g_in_flight, seen);
   }
   errno = error;
 }
@@ -321,8 +399,11 @@ void commit_held_at_exit() {
   }
   commit_all_held("at exit");
   // A commit the committer thread took before: its report and the store's answer come before exit.
-  while (g_in_flight.load(std::memory_order_acquire) != 0)
-    syscall(SYS_futex, &g_in_flight, FUTEX_WAIT_PRIVATE, 1, nullptr, nullptr, 0);
+  while (true) {
+    uint32_t seen = g_in_flight.load(std::memory_order_acquire);
+    if (seen == 0) break;
+    futex_wait(g_in_flight, seen);
+  }
 }
 
 void note_child_started() {
@@ -331,6 +412,8 @@ void note_child_started() {
 
 void forget_held_after_fork_child() {
   g_held_lock.reset_in_child();
+  if (g_held.size() != 0 || g_in_flight.load(std::memory_order_relaxed) != 0)
+    g_marks_inherited.store(true, std::memory_order_relaxed);
   g_held.forget_all();
   g_held_count.store(0, std::memory_order_relaxed);
   g_committer_started.store(false, std::memory_order_relaxed);  // the parent's thread is not here

@@ -34,17 +34,31 @@ bool take_held_for_open(dev_t device, ino_t inode, int flags, HeldSession& out);
 // sees its bytes.
 void commit_held_before_read(int dirfd, const char* path);
 
-// The program closes a number we hold (it closed it already: a second close): true if `fd` is held
-// (the close then fails with EBADF and the session stays). dup2/dup3 onto a held number, close_range and
-// closefrom over held numbers: the sessions are committed first.
-bool is_held_fd(int fd);
-// close() of an untracked number while sessions are held: EBADF for a held number, else the real close.
-// Out of line, so that close's own path stays a tail call.
-int close_untracked_while_holding(int fd);
+// A held number's slot in the file table is FileTable::closed_by_program() from the program's close
+// until the real close: every hook that tests the slot (the generated descriptor hooks, close, dup,
+// dup2/dup3's old number, fcntl) answers EBADF there, as the kernel would without the library.
+// wait_while_committing: the committer thread may be closing `fd` right now (its slot is cleared just
+// after the real close): waits for that close and returns true when the slot is to be looked at again;
+// false: the number is one the program closed and we hold (EBADF).
+bool wait_while_committing(int fd);
+// Whether `fd` is a number the program closed and we hold (after waiting out a commit in flight).
+bool closed_by_the_program(int fd);
+// The same for hooks whose lookup() found no description (stdio's fdopen and dprintf): one slot test.
+inline bool closed_number(int fd) {
+  return __builtin_expect(g_files.closed_by_program_at(fd), 0) && closed_by_the_program(fd);
+}
+// close() of a number whose slot is taken: a tracked descriptor's close, or EBADF for a number we hold
+// (a second close: the session stays). Out of line, so that close's own path stays a tail call.
+int close_taken_number(int fd);
+// dup2/dup3 onto a held number, close_range and closefrom over held numbers: the sessions are committed
+// first, and a commit of one of those numbers by the committer thread is waited for.
 void commit_held_range(unsigned first, unsigned last, const char* when);
+// The first open that starts a session to be held (finish_open) starts the committer thread (the
+// APPENDGUARD_HOLD_SECONDS limit), outside the program's close, which may run in a signal handler.
+void start_held_committer();
 
 // At exit and before exec: every session is committed (the program's files are complete). At exit the
-// committer thread (the APPENDGUARD_HOLD_SECONDS limit, started at the first held close) is stopped and
+// committer thread (the APPENDGUARD_HOLD_SECONDS limit) is stopped and
 // a commit it has in flight waited for; closes after it are not held.
 void commit_all_held(const char* when);
 void commit_held_at_exit();

@@ -12,26 +12,37 @@
 
 using namespace appendguard;
 
-off_t guarded::lseek(int fd, off_t offset, int whence) {
-  Description* d = tracked_description(fd);
-  if (!d) return real_lseek(fd, offset, whence);
+off_t guarded::lseek(Description* d, int fd, off_t offset, int whence) {
   return guarded_seek("lseek", fd, d, offset, whence, [&] { return real_lseek(fd, offset, whence); });
 }
 
-off64_t guarded::lseek64(int fd, off64_t offset, int whence) {
-  Description* d = tracked_description(fd);
-  if (!d) return real_lseek64(fd, offset, whence);
+off64_t guarded::lseek64(Description* d, int fd, off64_t offset, int whence) {
   return guarded_seek("lseek64", fd, d, offset, whence, [&] { return real_lseek64(fd, offset, whence); });
 }
 
 // Forget before closing: once closed, another thread may get the same number for a new file. A number
-// we hold (the program closed it already) is not closed again: the program gets the EBADF a second close
-// gets.
+// we hold (the program closed it already: its slot is closed_by_program()) is not closed again: the
+// program gets the EBADF a second close gets. One slot load on the untracked path.
 APPENDGUARD_HOOK int close(int fd) {
-  if (__builtin_expect(g_files.lookup(fd) != nullptr, 0)) return close_tracked(fd);
-  if (__builtin_expect(any_held_sessions(), 0)) return close_untracked_while_holding(fd);
+  if (__builtin_expect(g_files.slot(fd) != nullptr, 0)) return close_taken_number(fd);
   return real_close(fd);
 }
+
+namespace {
+
+// A number the program closed that a held session keeps open: EBADF for dup, dup2/dup3 from it, fcntl.
+// The slot is tested on the untracked path (one load); the rest is out of line.
+inline bool closed_for_program(int fd) {
+  Description* s = g_files.slot(fd);
+  return __builtin_expect(s != nullptr, 0) && s == closed_by_program() && closed_by_the_program(fd);
+}
+
+int bad_descriptor() {
+  errno = EBADF;
+  return -1;
+}
+
+}  // namespace
 
 namespace {
 
@@ -45,20 +56,17 @@ void note_sync(Description* d) {
 
 // fsync and fdatasync are passed through; on guarded files the trace shows them, since FUSE mounts report
 // flush errors there.
-int guarded::fsync(int fd) {
-  Description* d = tracked_description(fd);
-  if (d) note_sync(d);
+int guarded::fsync(Description* d, int fd) {
+  note_sync(d);
   int result = real_fsync(fd);
-  if (d && tracing()) keep_errno([&](int error) { trace("fsync", fd, d->path, result, error, "%s", ""); });
+  if (tracing()) keep_errno([&](int error) { trace("fsync", fd, d->path, result, error, "%s", ""); });
   return result;
 }
 
-int guarded::fdatasync(int fd) {
-  Description* d = tracked_description(fd);
-  if (d) note_sync(d);
+int guarded::fdatasync(Description* d, int fd) {
+  note_sync(d);
   int result = real_fdatasync(fd);
-  if (d && tracing())
-    keep_errno([&](int error) { trace("fdatasync", fd, d->path, result, error, "%s", ""); });
+  if (tracing()) keep_errno([&](int error) { trace("fdatasync", fd, d->path, result, error, "%s", ""); });
   return result;
 }
 
@@ -78,20 +86,24 @@ APPENDGUARD_HOOK void closefrom(int lowfd) {
 }
 
 APPENDGUARD_HOOK int dup(int fd) {
+  if (closed_for_program(fd)) return bad_descriptor();
   int result = real_dup(fd);
-  if (__builtin_expect(result >= 0 && (g_files.lookup(fd) || g_files.lookup(result)), 0)) {
+  if (__builtin_expect(result >= 0 && (g_files.lookup(fd) || g_files.slot(result)), 0)) {
     keep_errno([&](int) { note_duplicate("dup", fd, result); });
   }
   return result;
 }
 
-// dup2/dup3 onto a number we hold would close the session behind our back: it is committed first.
+// dup2/dup3 onto a number we hold would close the session behind our back: it is committed first (and
+// a commit of that number by the committer thread is waited for, else its close would close the
+// program's new descriptor). dup2/dup3 from a number the program closed fail EBADF.
 APPENDGUARD_HOOK int dup2(int old_fd, int new_fd) {
+  if (closed_for_program(old_fd)) return bad_descriptor();
   if (__builtin_expect(any_held_sessions(), 0) && old_fd != new_fd && new_fd >= 0)
     commit_held_range(static_cast<unsigned>(new_fd), static_cast<unsigned>(new_fd),
                       "before dup2 onto its number");
   int result = real_dup2(old_fd, new_fd);
-  if (__builtin_expect(result >= 0 && old_fd != new_fd && (g_files.lookup(old_fd) || g_files.lookup(new_fd)),
+  if (__builtin_expect(result >= 0 && old_fd != new_fd && (g_files.lookup(old_fd) || g_files.slot(new_fd)),
                        0)) {
     keep_errno([&](int) { note_duplicate("dup2", old_fd, result); });
   }
@@ -99,11 +111,12 @@ APPENDGUARD_HOOK int dup2(int old_fd, int new_fd) {
 }
 
 APPENDGUARD_HOOK int dup3(int old_fd, int new_fd, int flags) {
+  if (closed_for_program(old_fd)) return bad_descriptor();
   if (__builtin_expect(any_held_sessions(), 0) && old_fd != new_fd && new_fd >= 0)
     commit_held_range(static_cast<unsigned>(new_fd), static_cast<unsigned>(new_fd),
                       "before dup3 onto its number");
   int result = real_dup3(old_fd, new_fd, flags);
-  if (__builtin_expect(result >= 0 && (g_files.lookup(old_fd) || g_files.lookup(new_fd)), 0)) {
+  if (__builtin_expect(result >= 0 && (g_files.lookup(old_fd) || g_files.slot(new_fd)), 0)) {
     keep_errno([&](int) { note_duplicate("dup3", old_fd, result); });
   }
   return result;
@@ -113,11 +126,15 @@ namespace {
 
 // fcntl's third argument is an int or a pointer depending on the command; both travel in one register
 // (glibc's own fcntl reads it as a pointer too).
+// F_DUPFD/F_DUPFD_CLOEXEC need no wait for a commit in flight: they take the lowest free number at or
+// above the argument, and a held number (committed or not) is open in the kernel until its real close,
+// so they can only get it after that close, as any open can (its stale slot is then replaced).
 template <typename Real>
 int fcntl_hook(const char* operation, int fd, int cmd, void* arg, Real&& real) {
+  if (closed_for_program(fd)) return bad_descriptor();
   if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
     int result = real(arg);
-    if (__builtin_expect(result >= 0 && (g_files.lookup(fd) || g_files.lookup(result)), 0)) {
+    if (__builtin_expect(result >= 0 && (g_files.lookup(fd) || g_files.slot(result)), 0)) {
       keep_errno([&](int) { note_duplicate(operation, fd, result); });
     }
     return result;

@@ -14,6 +14,7 @@
 #include "shim/guard_size.h"
 #include "shim/guard_write.h"
 #include "shim/guarded_paths.h"
+#include "shim/held_sessions.h"
 #include "shim/hook.h"
 #include "shim/trace.h"
 
@@ -215,7 +216,7 @@ APPENDGUARD_HOOK FILE* freopen64(const char* path, const char* mode, FILE* strea
 
 APPENDGUARD_HOOK FILE* fdopen(int fd, const char* mode) {
   Description* d = tracked_description(fd);
-  if (__builtin_expect(!d, 1)) return real_fdopen(fd, mode);
+  if (__builtin_expect(!d, 1)) return closed_number(fd) ? (errno = EBADF, nullptr) : real_fdopen(fd, mode);
   FopenMode parsed = parse_fopen_mode(mode);
   if (!parsed.valid) return real_fdopen(fd, mode);
   if (!mode_fits_descriptor(parsed, d)) {
@@ -235,7 +236,8 @@ APPENDGUARD_HOOK FILE* fdopen(int fd, const char* mode) {
 
 APPENDGUARD_HOOK int vdprintf(int fd, const char* format, va_list args) {
   Description* d = tracked_description(fd);
-  if (__builtin_expect(!d, 1)) return real_vdprintf(fd, format, args);
+  if (__builtin_expect(!d, 1))
+    return closed_number(fd) ? (errno = EBADF, -1) : real_vdprintf(fd, format, args);
   return guarded_vdprintf("vdprintf", fd, d, format, args);
 }
 
@@ -243,7 +245,9 @@ APPENDGUARD_HOOK int dprintf(int fd, const char* format, ...) {
   va_list args;
   va_start(args, format);
   Description* d = tracked_description(fd);
-  int result = d ? guarded_vdprintf("dprintf", fd, d, format, args) : real_vdprintf(fd, format, args);
+  int result = d                   ? guarded_vdprintf("dprintf", fd, d, format, args)
+               : closed_number(fd) ? (errno = EBADF, -1)
+                                   : real_vdprintf(fd, format, args);
   va_end(args);
   return result;
 }
@@ -252,7 +256,8 @@ APPENDGUARD_HOOK int dprintf(int fd, const char* format, ...) {
 // need on our path.
 APPENDGUARD_HOOK int __vdprintf_chk(int fd, int flag, const char* format, va_list args) {
   Description* d = tracked_description(fd);
-  if (__builtin_expect(!d, 1)) return real___vdprintf_chk(fd, flag, format, args);
+  if (__builtin_expect(!d, 1))
+    return closed_number(fd) ? (errno = EBADF, -1) : real___vdprintf_chk(fd, flag, format, args);
   return guarded_vdprintf("__vdprintf_chk", fd, d, format, args);
 }
 
@@ -260,8 +265,9 @@ APPENDGUARD_HOOK int __dprintf_chk(int fd, int flag, const char* format, ...) {
   va_list args;
   va_start(args, format);
   Description* d = tracked_description(fd);
-  int result = d ? guarded_vdprintf("__dprintf_chk", fd, d, format, args)
-                 : real___vdprintf_chk(fd, flag, format, args);
+  int result = d                   ? guarded_vdprintf("__dprintf_chk", fd, d, format, args)
+               : closed_number(fd) ? (errno = EBADF, -1)
+                                   : real___vdprintf_chk(fd, flag, format, args);
   va_end(args);
   return result;
 }

@@ -116,6 +116,15 @@ class HeldSessions:
             with self.subTest(mode):
                 self.run_script(mode, f"{mode}.safetensors")
 
+    def test_a_vfork_child_that_exits_without_exec_does_not_break_the_file(self):
+        # Its exit closes its copy of the held descriptor. Before the vfork hook counted it as a child
+        # started, the reopen reused the session whose upload that close had ended (nothing saw the child).
+        name = "vfork.safetensors"
+        proc = harness.run([e2e_program("e2e_vfork_exit"), self.m(name)])
+        self.assertEqual(proc.returncode, 0, f"{proc.stdout}\n{proc.stderr}")
+        self.assertEqual(results(proc.stdout)["done"], "1")
+        self.assertEqual(self.settled(self.b(name)), b"H" * 64 + b"".join(bytes([48 + i]) * 5000 for i in range(4)))
+
     def test_a_held_file_is_committed_after_the_time_limit_and_a_later_reopen_still_works(self):
         name = "t.safetensors"
         process = subprocess.Popen([PYTHON, SCRIPT, "wait", self.m(name)],

@@ -108,3 +108,37 @@ TEST_CASE("a recycled description starts without a seek site") {
   REQUIRE(again == d);  // the free list gave the same object back
   CHECK_FALSE(again->seek_site.recorded.load());
 }
+
+TEST_CASE("a number the program closed that a held session keeps: a taken slot that lookup does not see") {
+  auto table = std::make_unique<FileTable>();
+  Description* d = table->track(5, record("/held", 11, 10));
+  REQUIRE(d != nullptr);
+  table->close_for_program(5);
+  CHECK(table->slot(5) == closed_by_program());
+  CHECK(table->closed_by_program_at(5));
+  CHECK(table->lookup(5) == nullptr);  // no description: nothing dereferences the mark
+  // The reopen answered with the held descriptor replaces the mark with its description.
+  Description* again = table->track(5, record("/held", 11, 10));
+  REQUIRE(again != nullptr);
+  CHECK(table->lookup(5) == again);
+  table->close_for_program(5);
+  // The real close clears it, unless the number was given to a new description meanwhile.
+  table->clear_closed_by_program(5);
+  CHECK(table->slot(5) == nullptr);
+  table->close_for_program(5);
+  Description* other = table->track(5, record("/other", 12, 0));
+  table->clear_closed_by_program(5);
+  CHECK(table->lookup(5) == other);
+  // forget, alias and forget_range drop a mark without releasing anything.
+  table->close_for_program(6);
+  CHECK_FALSE(table->forget(6));
+  CHECK(table->slot(6) == nullptr);
+  table->close_for_program(7);
+  table->alias(5, 7);
+  CHECK(table->lookup(7) == other);
+  table->close_for_program(8);
+  table->forget_range(8, 8);
+  CHECK(table->slot(8) == nullptr);
+  CHECK(table->forget(5));
+  CHECK(table->forget(7));
+}
