@@ -142,6 +142,7 @@ Description* FileTable::track(int fd, const OpenRecord& record) {
   d->descriptors = 1;
   d->refs.store(1, std::memory_order_release);
   d->site = record.site ? *record.site : OpenSite{};
+  d->seek_site.recorded.store(false, std::memory_order_relaxed);
   size_t n = std::strlen(record.path);
   if (n >= kMaxPath) n = kMaxPath - 1;
   std::memcpy(d->path, record.path, n);

@@ -49,6 +49,41 @@ struct OpenSite {
   void* frames[kOpenFrames] = {};
 };
 
+// Where the program last moved a description's position away from the end of file, for the report of
+// a later write refused there (issue 10: with buffered writes that write comes at a close far from the
+// seek). Recorded by a seek that leaves the end (seek_site_action), outside the file's lock; a report
+// reads it without the lock: `recorded` is published last, and a seek racing a write on the same
+// description from another thread may show a mixed site (both are the program's, and the write is
+// refused either way).
+constexpr int kSeekFrames = 16;
+constexpr int kSeekPythonFrames = 6;
+constexpr size_t kSeekPythonText = 1536;
+struct SeekSite {
+  std::atomic<bool> recorded{false};
+  const char* function = "";  // the libc entry point, e.g. "lseek64"; "stdio_seek" for fseek's
+  int64_t offset = 0;         // as the program asked, with `whence`
+  int whence = 0;
+  uint64_t position = 0;  // where the seek left the position
+  uint64_t end_of_file = 0;
+  pid_t tid = 0;
+  int frame_count = 0;
+  bool reached_bottom = false;  // frames[frame_count - 1] is the thread's outermost frame
+  void* frames[kSeekFrames] = {};
+  size_t python_size = 0;  // "    File ..." lines, innermost first (report/python_stack.h)
+  char python[kSeekPythonText] = {};
+};
+
+enum class SeekSiteAction { kNone, kRecord, kForget };
+// What a seek that moved the position from `before` to `after` (the end of file being `end`) does with
+// the site: a seek onto the end forgets it (a write there is allowed); one that leaves the end records
+// itself, as does the first that moves the position while none is recorded (an open that did not
+// start at the end); a seek that does not move it (lseek(fd, 0, SEEK_CUR), ftell) records nothing.
+constexpr SeekSiteAction seek_site_action(uint64_t before, uint64_t after, uint64_t end, bool recorded) {
+  if (after == end) return recorded ? SeekSiteAction::kForget : SeekSiteAction::kNone;
+  if (after == before) return SeekSiteAction::kNone;
+  return before == end || !recorded ? SeekSiteAction::kRecord : SeekSiteAction::kNone;
+}
+
 struct Description {
   // One for the table while descriptors point at it, one per guarded call in flight (FileTable::pin).
   std::atomic<uint32_t> refs{0};
@@ -69,6 +104,7 @@ struct Description {
   uint32_t descriptors = 0;    // guarded by the table's registry lock
   unsigned reported_once = 0;  // ReportOnce bits: repetitive kinds (reads, mappings) are reported once
   OpenSite site;
+  SeekSite seek_site;
   char path[kMaxPath] = {};
   Description* next_free = nullptr;
 

@@ -4,6 +4,7 @@
 #include <cxxabi.h>
 #include <dlfcn.h>
 #include <libunwind.h>
+#include <link.h>
 
 #include <atomic>
 #include <cstdint>
@@ -31,7 +32,23 @@ struct Unwinder {
 
 Unwinder g_unwinder;
 std::atomic<bool> g_loaded{false};
-void* g_own_base = nullptr;  // where libappendguard is loaded: its frames say nothing about the culprit
+// The address ranges of this library (its frames say nothing about the culprit) and of libc (and
+// libpthread, separate before glibc 2.34, and a sanitizer runtime's interceptors in the ASan and TSan
+// builds: the call the program made, or the thread's start), found once
+// at load with dl_iterate_phdr: dladdr, which searches a module's symbols, costs thousands of
+// instructions per frame (a seek leaving the end captures its stack).
+struct Module {
+  uintptr_t low = 0;
+  uintptr_t high = 0;
+  bool contains(uintptr_t address) const { return address >= low && address < high; }
+};
+Module g_own;
+constexpr int kMaxLibcModules = 4;
+Module g_libc[kMaxLibcModules];
+int g_libc_count = 0;
+// CPython's evaluation loop, _PyEval_EvalFrameDefault (exported by the interpreter, or by a libpython the
+// program links), when the process has it at load: found by address, like the modules above.
+Module g_python_evaluation;
 // Threads inside libunwind now. libunwind takes mutexes of its own; a child forked while another thread
 // held one would wait forever at its first unwind, so a child forked during an unwind never unwinds.
 std::atomic<int> g_threads_unwinding{0};
@@ -51,6 +68,47 @@ bool resolve(void* handle, const char* name, Fn& out) {
   return out != nullptr;
 }
 
+bool starts_with(const char* text, const char* prefix) {
+  return std::strncmp(text, prefix, std::strlen(prefix)) == 0;
+}
+
+int note_module(dl_phdr_info* info, size_t /*size*/, void* /*data*/) {
+  Module m{UINTPTR_MAX, 0};
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const auto& segment = info->dlpi_phdr[i];
+    if (segment.p_type != PT_LOAD) continue;
+    uintptr_t start = info->dlpi_addr + segment.p_vaddr;
+    if (start < m.low) m.low = start;
+    if (start + segment.p_memsz > m.high) m.high = start + segment.p_memsz;
+  }
+  if (m.high == 0) return 0;
+  if (m.contains(reinterpret_cast<uintptr_t>(&note_module))) g_own = m;
+  const char* module = info->dlpi_name ? info->dlpi_name : "";
+  if (const char* slash = std::strrchr(module, '/')) module = slash + 1;
+  bool libc = starts_with(module, "libc.so") || starts_with(module, "libc-") ||
+              starts_with(module, "libpthread") || starts_with(module, "libasan") ||
+              starts_with(module, "libtsan") || starts_with(module, "libubsan");
+  if (libc && g_libc_count < kMaxLibcModules) g_libc[g_libc_count++] = m;
+  return 0;
+}
+
+void find_modules() {
+  g_libc_count = 0;
+  dl_iterate_phdr(note_module, nullptr);
+  void* evaluation = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+  // dladdr1 (for the symbol's size) is looked up at run time: linked, it would be its GLIBC_2.34 version.
+  using Dladdr1 = int (*)(const void*, Dl_info*, void**, int);
+  auto dladdr1_at_run_time = reinterpret_cast<Dladdr1>(dlsym(RTLD_DEFAULT, "dladdr1"));
+  Dl_info info{};
+  void* entry = nullptr;
+  if (evaluation && dladdr1_at_run_time && dladdr1_at_run_time(evaluation, &info, &entry, RTLD_DL_SYMENT) &&
+      entry) {
+    auto start = reinterpret_cast<uintptr_t>(evaluation);
+    uint64_t size = static_cast<const ElfW(Sym)*>(entry)->st_size;
+    if (size > 0) g_python_evaluation = {start, start + size};
+  }
+}
+
 }  // namespace
 
 bool load_unwinder() {
@@ -67,8 +125,7 @@ bool load_unwinder() {
   ok = ok && resolve(handle, APPENDGUARD_STR(unw_get_accessors), u.get_accessors);
   ok = ok && resolve(handle, APPENDGUARD_STR(unw_local_addr_space), u.local_space);
   if (!ok) return false;
-  Dl_info own{};
-  if (dladdr(reinterpret_cast<void*>(&load_unwinder), &own)) g_own_base = own.dli_fbase;
+  find_modules();
   g_unwinder = u;
   g_loaded.store(true, std::memory_order_release);
   return true;
@@ -76,13 +133,64 @@ bool load_unwinder() {
 
 namespace {
 
-// Frames inside libappendguard itself say nothing about the culprit.
 bool in_this_library(unw_word_t ip) {
+  return g_own.contains(ip);
+}
+
+// Return addresses point after the call: the call itself is looked up.
+bool in_libc(const void* frame) {
+  uintptr_t call = reinterpret_cast<uintptr_t>(frame) - 1;
+  for (int i = 0; i < g_libc_count; ++i) {
+    if (g_libc[i].contains(call)) return true;
+  }
+  return false;
+}
+
+// CPython's evaluation loop: the frames from it down are the interpreter's and its callers', which the
+// Python stack says better. Returns the module it is in (the python executable or libpython), or null.
+// Found by address when known at load, else by name (a libpython loaded later).
+void* python_evaluation_module(const void* frame) {
   Dl_info info{};
-  return g_own_base && dladdr(reinterpret_cast<void*>(ip), &info) && info.dli_fbase == g_own_base;
+  auto call = reinterpret_cast<uintptr_t>(frame) - 1;
+  if (g_python_evaluation.high != 0 && !g_python_evaluation.contains(call)) return nullptr;
+  if (!dladdr(reinterpret_cast<void*>(call), &info)) return nullptr;
+  bool evaluation = g_python_evaluation.contains(call) ||
+                    (info.dli_sname && (std::strstr(info.dli_sname, "PyEval_EvalFrame") ||
+                                        std::strstr(info.dli_sname, "PyEval_EvalCode")));
+  return evaluation ? info.dli_fbase : nullptr;
+}
+
+void* module_of(const void* frame) {
+  Dl_info info{};
+  auto lookup = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(frame) - 1);
+  return dladdr(lookup, &info) ? info.dli_fbase : nullptr;
 }
 
 }  // namespace
+
+int frames_that_matter(void* const* frames, int count, bool python_shown, bool reached_bottom) {
+  int shown = count;
+  if (python_shown) {
+    for (int i = 1; i < count; ++i) {
+      if (void* interpreter = python_evaluation_module(frames[i])) {
+        // Above the loop, the interpreter's own frames that lead to the call (its io module, the
+        // calling convention's glue) are noise too: the first frame, the call into libc, stays, and so
+        // does everything from the last frame of an extension (libtorch, a C module) up.
+        shown = i;
+        while (shown > 1 && module_of(frames[shown - 1]) == interpreter) --shown;
+        reached_bottom = false;  // the thread's start is below, and left out already
+        break;
+      }
+    }
+  }
+  if (reached_bottom) {
+    // The main thread starts at _start (the program's), which calls __libc_start_main; other threads at
+    // libc's clone3 and start_thread.
+    if (shown >= 3 && !in_libc(frames[shown - 1]) && in_libc(frames[shown - 2])) --shown;
+    while (shown > 1 && in_libc(frames[shown - 1])) --shown;
+  }
+  return shown;
+}
 
 struct UnwindState {
   unw_context_t context;
@@ -91,37 +199,60 @@ struct UnwindState {
 static_assert(sizeof(UnwindState) <= kUnwindSpace && alignof(UnwindState) <= 64);
 static_assert(sizeof(ReportScratch::unwind) == kUnwindSpace);
 
-void capture_stack(CapturedStack& stack, int max_frames, int skip, unsigned char* unwind_space) {
-  stack.count = 0;
-  stack.in_signal_handler = false;
-  if (!g_loaded.load(std::memory_order_acquire) || max_frames <= 0) return;
-  if (g_unwinding_disabled.load(std::memory_order_relaxed)) return;
-  UnwindingScope unwinding;
-  if (max_frames > CapturedStack::kMaxFrames) max_frames = CapturedStack::kMaxFrames;
-  auto* state = new (unwind_space) UnwindState;
-  unw_context_t& context = state->context;
-  unw_cursor_t& cursor = state->cursor;
-  if (g_unwinder.getcontext(&context) != 0 || g_unwinder.init_local(&cursor, &context) != 0) return;
-  int depth = 0;
-  do {
-    unw_word_t ip = 0;
-    if (g_unwinder.get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0) break;
-    if (g_unwinder.is_signal_frame(&cursor) > 0) stack.in_signal_handler = true;
-    if (depth++ >= skip && (stack.count > 0 || !in_this_library(ip))) {
+void capture_stack(CapturedStack& stack, int max_frames, int skip, unsigned char* unwind_space,
+                   StackScope scope, bool stop_at_python) {
+  // A stack that is all libc's (a destructor at exit, a thread of libc's own) is kept whole rather than
+  // shown empty: a second pass, in this same frame so that `skip` counts the same frames.
+  for (StackScope pass = scope;; pass = StackScope::kWhole) {
+    stack.count = 0;
+    stack.in_signal_handler = false;
+    stack.reached_bottom = false;
+    stack.libc_frames_skipped = 0;
+    stack.frames_beyond = 0;
+    if (!g_loaded.load(std::memory_order_acquire) || max_frames <= 0) return;
+    if (g_unwinding_disabled.load(std::memory_order_relaxed)) return;
+    UnwindingScope unwinding;
+    if (max_frames > CapturedStack::kMaxFrames) max_frames = CapturedStack::kMaxFrames;
+    auto* state = new (unwind_space) UnwindState;
+    unw_context_t& context = state->context;
+    unw_cursor_t& cursor = state->cursor;
+    if (g_unwinder.getcontext(&context) != 0 || g_unwinder.init_local(&cursor, &context) != 0) return;
+    int depth = 0;
+    bool more = true;
+    bool stopped = false;
+    do {
+      unw_word_t ip = 0;
+      if (g_unwinder.get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0) {
+        more = false;
+        break;
+      }
+      if (g_unwinder.is_signal_frame(&cursor) > 0) stack.in_signal_handler = true;
+      if (depth++ < skip) continue;
+      if (stack.count == 0 && in_this_library(ip)) continue;
+      if (stack.count == 0 && pass == StackScope::kCulprit && in_libc(reinterpret_cast<void*>(ip))) {
+        ++stack.libc_frames_skipped;
+        continue;
+      }
       stack.frames[stack.count++] = reinterpret_cast<void*>(ip);
+      // Below the evaluation loop no signal frame can matter: a signal handler runs no Python code.
+      stopped = stop_at_python && g_python_evaluation.contains(ip - 1);
+    } while (!stopped && stack.count < max_frames && (more = g_unwinder.step(&cursor) > 0));
+    stack.reached_bottom = !more;
+    // Keep looking for a signal frame beyond the kept frames (it decides whether we may allocate), and
+    // count the frames left out.
+    for (; more && !stopped && stack.frames_beyond < 512 && g_unwinder.step(&cursor) > 0;
+         ++stack.frames_beyond) {
+      if (!stack.in_signal_handler && g_unwinder.is_signal_frame(&cursor) > 0) stack.in_signal_handler = true;
     }
-  } while (stack.count < max_frames && g_unwinder.step(&cursor) > 0);
-  // Keep looking for a signal frame beyond the printed frames: it decides whether we may allocate.
-  for (int extra = 0; !stack.in_signal_handler && extra < 512 && g_unwinder.step(&cursor) > 0; ++extra) {
-    if (g_unwinder.is_signal_frame(&cursor) > 0) stack.in_signal_handler = true;
+    if (stack.count > 0 || stack.libc_frames_skipped == 0 || pass == StackScope::kWhole) return;
   }
 }
 
-int capture_addresses(void** frames, int max_frames, int skip) {
+int capture_addresses(void** frames, int max_frames, int skip, StackScope scope) {
   ScratchLease lease;
   ReportScratch* scratch = lease.get();
   if (!scratch) return 0;
-  capture_stack(scratch->stack, max_frames, skip + 1, scratch->unwind);
+  capture_stack(scratch->stack, max_frames, skip + 1, scratch->unwind, scope);
   for (int i = 0; i < scratch->stack.count; ++i) frames[i] = scratch->stack.frames[i];
   return scratch->stack.count;
 }

@@ -18,18 +18,35 @@ struct CapturedStack {
   void* frames[kMaxFrames];
   int count = 0;
   bool in_signal_handler = false;  // a signal frame was seen: do not allocate (no demangling)
+  bool reached_bottom = false;     // frames[count - 1] is the thread's outermost frame
+  int libc_frames_skipped = 0;     // StackScope::kCulprit: libc frames of the call, above frames[0]
+  int frames_beyond = 0;           // frames below frames[count - 1] that were not kept (512 at most)
 };
+
+// kWhole: every frame from the program's call down (APPENDGUARD_TRACE=1). kCulprit: without the libc
+// frames of the call at the top (fwrite's, fseek's way to our hook), so that frames[0] is the caller's.
+enum class StackScope : bool { kWhole, kCulprit };
 
 // Room for libunwind's context and cursor, kept off the stack (report/scratch.h).
 constexpr size_t kUnwindSpace = 4096;
 
 // Captures up to `max_frames` return addresses of the caller, skipping `skip` innermost frames and then
-// every frame inside this library, so that the first frame shown is the program's call. `unwind_space`
-// (kUnwindSpace bytes, 64-aligned) holds libunwind's state.
-void capture_stack(CapturedStack& stack, int max_frames, int skip, unsigned char* unwind_space);
+// every frame inside this library (and with kCulprit libc's), so that the first frame shown is the
+// program's call. A stack that is all libc's is kept whole. `unwind_space` (kUnwindSpace bytes,
+// 64-aligned) holds libunwind's state. `stop_at_python`: the first frame of CPython's evaluation loop is
+// the last kept and the last stepped to (frames_beyond stays 0; a signal frame below it cannot matter).
+void capture_stack(CapturedStack& stack, int max_frames, int skip, unsigned char* unwind_space,
+                   StackScope scope = StackScope::kWhole, bool stop_at_python = false);
 
 // Captures addresses only (for the site of an open, symbolized later if a report needs it).
-int capture_addresses(void** frames, int max_frames, int skip);
+int capture_addresses(void** frames, int max_frames, int skip, StackScope scope = StackScope::kWhole);
+
+// How many of `count` frames (innermost first) matter for a culprit (StackScope::kCulprit): with a
+// Python stack shown, those above the first frame of the interpreter's evaluation loop (the Python
+// stack tells the rest), less the interpreter's own frames just above it; at the bottom of a stack that
+// `reached_bottom`, not the thread's start (libc's frames and the `_start` that calls them). At least
+// one frame stays.
+int frames_that_matter(void* const* frames, int count, bool python_shown, bool reached_bottom);
 
 // "    #3 0x7f..: name+0x1a (libfoo.so+0x1234)" per frame.
 void format_stack(TextBuffer& out, void* const* frames, int count, bool in_signal_handler);

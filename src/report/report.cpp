@@ -23,6 +23,8 @@ constinit LogSink g_sink;
 constinit Lock g_report_lock;
 int g_backtrace_frames = 32;
 bool g_python_stack = true;
+// APPENDGUARD_TRACE=1: native stacks are kept whole (StackScope::kWhole); otherwise cut to the culprit.
+bool g_whole_native = false;
 char g_report_text[64 * 1024];
 // Set while this thread holds the report lock: a signal handler whose call is refused while its thread
 // is writing a report must not wait for that lock (it would never be released).
@@ -63,7 +65,7 @@ void write_reentered_line(std::string_view first_line) {
 __attribute__((noinline)) void report_violation_briefly(const Violation& v, const ProcessIdentity& who);
 
 char g_line_text[1024 + kMaxPath];  // trace lines and notices, under g_report_lock
-char g_stack_text[32768];           // APPENDGUARD_FORMAT=json: the stacks' text, under g_report_lock
+char g_stack_text[3][12 * 1024];    // APPENDGUARD_FORMAT=json: the stacks' text, under g_report_lock
 bool g_json = false;                // APPENDGUARD_FORMAT=json
 CapturedStack g_no_stack;           // only read, when no scratch could be mapped
 
@@ -156,6 +158,54 @@ void format_violation(TextBuffer& out, const Violation& v, const ProcessIdentity
 
 namespace {
 
+const char* whence_name(int whence) {
+  switch (whence) {
+    case SEEK_SET:
+      return "SEEK_SET";
+    case SEEK_CUR:
+      return "SEEK_CUR";
+    case SEEK_END:
+      return "SEEK_END";
+    case SEEK_DATA:
+      return "SEEK_DATA";
+    case SEEK_HOLE:
+      return "SEEK_HOLE";
+    default:
+      return nullptr;
+  }
+}
+
+void add_whence(TextBuffer& out, int whence) {
+  if (const char* name = whence_name(whence)) {
+    out.add_text(name);
+  } else {
+    out.add("{}", whence);
+  }
+}
+
+}  // namespace
+
+void format_seek_site_heading(TextBuffer& out, const SeekSite& site) {
+  out.add("  the position left the end at: {}(offset {}, ", site.function, site.offset);
+  add_whence(out, site.whence);
+  out.add(") -> {}, end of file {}, tid {}\n", site.position, site.end_of_file, site.tid);
+}
+
+void format_frames_left_out(TextBuffer& out, int libc_above, int below, bool python_shown) {
+  if (libc_above <= 0 && below <= 0) return;
+  out.add_text("    (not shown:");
+  if (libc_above > 0)
+    out.add(" {} frame{} of libc above #0{}", libc_above, libc_above == 1 ? "" : "s", below > 0 ? "," : "");
+  if (below > 0) {
+    out.add(" {} frame{} below, {}", below, below == 1 ? "" : "s",
+            python_shown ? "the Python interpreter's and its callers' (the python stack says where)"
+                         : "the thread's start");
+  }
+  out.add_text("; APPENDGUARD_TRACE=1 shows them)\n");
+}
+
+namespace {
+
 const char* outcome_word(Outcome outcome) {
   switch (outcome) {
     case Outcome::kRefused:
@@ -175,8 +225,7 @@ const char* outcome_word(Outcome outcome) {
 }  // namespace
 
 void format_violation_json(TextBuffer& out, const Violation& v, const ProcessIdentity& who,
-                           std::string_view native_stack, std::string_view python_stack,
-                           std::string_view opened_at) {
+                           const ReportStacks& stacks) {
   out.add_text("{\"type\":\"violation\",\"operation\":");
   add_json_string(out, v.operation);
   out.add_text(",\"path\":");
@@ -211,17 +260,42 @@ void format_violation_json(TextBuffer& out, const Violation& v, const ProcessIde
   add_json_string(out, who.host);
   out.add_text(",\"program\":");
   add_json_string(out, who.program);
-  if (!native_stack.empty()) {
-    out.add_text(",\"native_stack\":");
-    add_json_lines(out, native_stack);
-  }
-  if (!python_stack.empty()) {
+  if (!stacks.python.empty()) {
     out.add_text(",\"python_stack\":");
-    add_json_lines(out, python_stack);
+    add_json_lines(out, stacks.python);
   }
-  if (!opened_at.empty()) {
+  if (!stacks.native.empty()) {
+    out.add_text(",\"native_stack\":");
+    add_json_lines(out, stacks.native);
+    if (stacks.native_libc_above > 0 || stacks.native_below > 0) {
+      out.add(",\"native_stack_left_out\":{{\"libc_above\":{},\"below\":{}}}", stacks.native_libc_above,
+              stacks.native_below);
+    }
+  }
+  if (const SeekSite* seek = stacks.left_end_at) {
+    out.add_text(",\"left_end_at\":{\"operation\":");
+    add_json_string(out, seek->function);
+    out.add(",\"offset\":{},\"whence\":", seek->offset);
+    if (const char* name = whence_name(seek->whence)) {
+      out.add("\"{}\"", name);
+    } else {
+      out.add("{}", seek->whence);
+    }
+    out.add(",\"position\":{},\"end_of_file\":{},\"tid\":{}", seek->position, seek->end_of_file, seek->tid);
+    std::string_view python(seek->python, seek->python_size <= sizeof seek->python ? seek->python_size : 0);
+    if (!python.empty()) {
+      out.add_text(",\"python_stack\":");
+      add_json_lines(out, python);
+    }
+    if (!stacks.left_end_at_native.empty()) {
+      out.add_text(",\"native_stack\":");
+      add_json_lines(out, stacks.left_end_at_native);
+    }
+    out.add_text("}");
+  }
+  if (!stacks.opened_at.empty()) {
     out.add_text(",\"opened_at\":");
-    add_json_lines(out, opened_at);
+    add_json_lines(out, stacks.opened_at);
   }
   out.add_text("}\n");
 }
@@ -287,16 +361,133 @@ void configure_reporter(const Config& config) {
   g_sink.configure(config.log_target.c_str());
   g_backtrace_frames = config.backtrace_frames;
   g_python_stack = config.python_stack;
+  g_whole_native = config.trace;
   g_json = config.json;
   if (config.trace) configure_trace_buffers(write_trace_batch, config.json);
   init_report_scratch();
   if (g_backtrace_frames > 0) load_unwinder();
 }
 
+namespace {
+
+StackScope native_scope() {
+  return g_whole_native ? StackScope::kWhole : StackScope::kCulprit;
+}
+
+}  // namespace
+
 int capture_open_site(void** frames, int max_frames) {
   if (g_backtrace_frames <= 0) return 0;
-  return capture_addresses(frames, max_frames < g_backtrace_frames ? max_frames : g_backtrace_frames, 2);
+  return capture_addresses(frames, max_frames < g_backtrace_frames ? max_frames : g_backtrace_frames, 2,
+                           native_scope());
 }
+
+void record_seek_site(SeekSite& site, const char* function, int64_t offset, int whence, uint64_t position,
+                      uint64_t end_of_file) {
+  site.recorded.store(false, std::memory_order_relaxed);
+  site.function = function;
+  site.offset = offset;
+  site.whence = whence;
+  site.position = position;
+  site.end_of_file = end_of_file;
+  site.tid = static_cast<pid_t>(syscall(SYS_gettid));
+  site.frame_count = 0;
+  site.reached_bottom = false;
+  site.python_size = 0;
+  bool in_signal_handler = false;
+  if (g_backtrace_frames > 0 && signal_stack_left() >= kUnwinderStack) {
+    ScratchLease lease;
+    if (ReportScratch* scratch = lease.get()) {
+      int frames = g_backtrace_frames < kSeekFrames ? g_backtrace_frames : kSeekFrames;
+      // In a Python thread the unwinding stops at the interpreter's loop: the Python frames tell the rest
+      // (without them, the 16 frames above it do), and no signal frame below it can matter.
+      capture_stack(scratch->stack, frames, 1, scratch->unwind, native_scope(), !g_whole_native);
+      for (int i = 0; i < scratch->stack.count; ++i) site.frames[i] = scratch->stack.frames[i];
+      site.frame_count = scratch->stack.count;
+      site.reached_bottom = scratch->stack.reached_bottom;
+      in_signal_handler = scratch->stack.in_signal_handler;
+    }
+  }
+  if (g_python_stack && !in_signal_handler) {
+    TextBuffer python(site.python, sizeof site.python);
+    if (format_python_stack(python, kSeekPythonFrames)) site.python_size = python.view().size();
+  }
+  site.recorded.store(true, std::memory_order_release);
+}
+
+namespace {
+
+// What a report shows of its stacks (StackScope::kCulprit: the frames that matter, and how many were
+// left out).
+struct ShownStacks {
+  int native_count = 0;
+  int native_libc_above = 0;
+  int native_below = 0;
+  const SeekSite* seek = nullptr;  // recorded
+  int seek_count = 0;
+  int opened_count = 0;
+};
+
+ShownStacks choose_frames(const Violation& v, const CapturedStack& stack, bool unwind, bool has_python) {
+  ShownStacks shown;
+  shown.native_count = stack.count;
+  if (unwind && !g_whole_native) {
+    shown.native_count = frames_that_matter(stack.frames, stack.count, has_python, stack.reached_bottom);
+    if (shown.native_count < stack.count)
+      shown.native_below = stack.count - shown.native_count + stack.frames_beyond;
+    shown.native_libc_above = stack.libc_frames_skipped;
+  }
+  if (v.left_end_at && v.left_end_at->recorded.load(std::memory_order_acquire)) shown.seek = v.left_end_at;
+  if (const SeekSite* seek = shown.seek; seek && unwind) {
+    shown.seek_count = seek->frame_count < kSeekFrames ? seek->frame_count : kSeekFrames;
+    if (!g_whole_native) {
+      shown.seek_count =
+          frames_that_matter(seek->frames, shown.seek_count, seek->python_size > 0, seek->reached_bottom);
+    }
+  }
+  if (const Description* d = v.description; unwind && d) {
+    shown.opened_count = d->site.frame_count < kOpenFrames ? d->site.frame_count : kOpenFrames;
+    // Fewer frames than asked for: the capture reached the thread's start.
+    bool reached_bottom =
+        shown.opened_count < (g_backtrace_frames < kOpenFrames ? g_backtrace_frames : kOpenFrames);
+    if (!g_whole_native && shown.opened_count > 0)
+      shown.opened_count = frames_that_matter(d->site.frames, shown.opened_count, has_python, reached_bottom);
+  }
+  return shown;
+}
+
+std::string_view seek_python(const SeekSite& seek) {
+  return {seek.python, seek.python_size <= sizeof seek.python ? seek.python_size : 0};
+}
+
+// APPENDGUARD_FORMAT=json, under the report lock. Out of line, so that its buffers are not in
+// report_violation's frame (the report's stack budget, see kUnwinderStack).
+__attribute__((noinline)) void write_json_report(const Violation& v, const ProcessIdentity& who,
+                                                 const CapturedStack& stack, bool unwind,
+                                                 std::string_view python, const ShownStacks& shown) {
+  TextBuffer out(g_report_text, sizeof g_report_text);
+  TextBuffer native(g_stack_text[0], sizeof g_stack_text[0]);
+  TextBuffer opened(g_stack_text[1], sizeof g_stack_text[1]);
+  TextBuffer seek_native(g_stack_text[2], sizeof g_stack_text[2]);
+  if (g_backtrace_frames > 0 && unwind)
+    format_stack(native, stack.frames, shown.native_count, stack.in_signal_handler);
+  if (shown.opened_count > 0)
+    format_stack(opened, v.description->site.frames, shown.opened_count, stack.in_signal_handler);
+  if (shown.seek_count > 0)
+    format_stack(seek_native, shown.seek->frames, shown.seek_count, stack.in_signal_handler);
+  ReportStacks stacks;
+  stacks.python = python;
+  stacks.native = native.view();
+  stacks.native_libc_above = shown.native_libc_above;
+  stacks.native_below = shown.native_below;
+  stacks.left_end_at = shown.seek;
+  stacks.left_end_at_native = seek_native.view();
+  stacks.opened_at = opened.view();
+  format_violation_json(out, v, who, stacks);
+  g_sink.write(out.view());
+}
+
+}  // namespace
 
 void report_violation(const Violation& v) {
   if (v.outcome == Outcome::kAuditOnly && v.fixed_by_enforce) {
@@ -312,42 +503,38 @@ void report_violation(const Violation& v) {
   CapturedStack& stack = scratch ? scratch->stack : g_no_stack;
   size_t stack_left = g_backtrace_frames > 0 ? signal_stack_left() : SIZE_MAX;
   bool unwind = scratch && stack_left >= kUnwinderStack;
-  if (unwind) capture_stack(stack, g_backtrace_frames, 2, scratch->unwind);
+  if (unwind) capture_stack(stack, g_backtrace_frames, 2, scratch->unwind, native_scope());
   // Read before taking the report lock: it may wait for the GIL, whose holder may be reporting too.
   TextBuffer python(scratch ? scratch->python_text : nullptr, scratch ? sizeof scratch->python_text : 0);
   bool has_python = scratch && g_python_stack && !stack.in_signal_handler && format_python_stack(python, 32);
+  const ShownStacks shown = choose_frames(v, stack, unwind, has_python);
 
   ProcessIdentity who = current_identity();
   ReportLock guard;
   if (guard.reentered()) return report_violation_briefly(v, who);
+  if (g_json) return write_json_report(v, who, stack, unwind, has_python ? python.view() : "", shown);
   TextBuffer out(g_report_text, sizeof g_report_text);
-  if (g_json) {
-    TextBuffer native(g_stack_text, sizeof g_stack_text / 2);
-    TextBuffer opened(g_stack_text + sizeof g_stack_text / 2, sizeof g_stack_text / 2);
-    if (g_backtrace_frames > 0 && unwind)
-      format_stack(native, stack.frames, stack.count, stack.in_signal_handler);
-    if (const Description* d = v.description; unwind && d && d->site.frame_count > 0) {
-      format_stack(opened, d->site.frames, d->site.frame_count, stack.in_signal_handler);
-    }
-    format_violation_json(out, v, who, native.view(), has_python ? python.view() : std::string_view(),
-                          opened.view());
-    return g_sink.write(out.view());
-  }
   format_violation(out, v, who);
+  if (has_python) {
+    out.add_text("  python stack (most recent call first):\n");
+    out.add_text(python.view());
+  }
   if (g_backtrace_frames > 0 && !unwind) {
     out.add("  native stack: left out ({} bytes of signal stack left, the unwinder needs {})\n", stack_left,
             kUnwinderStack);
   } else if (g_backtrace_frames > 0) {
     out.add_text("  native stack:\n");
-    format_stack(out, stack.frames, stack.count, stack.in_signal_handler);
+    format_stack(out, stack.frames, shown.native_count, stack.in_signal_handler);
+    format_frames_left_out(out, shown.native_libc_above, shown.native_below, has_python);
   }
-  if (has_python) {
-    out.add_text("  python stack (most recent call first):\n");
-    out.add_text(python.view());
+  if (const SeekSite* seek = shown.seek) {
+    format_seek_site_heading(out, *seek);
+    out.add_text(seek_python(*seek));
+    if (shown.seek_count > 0) format_stack(out, seek->frames, shown.seek_count, stack.in_signal_handler);
   }
-  if (const Description* d = v.description; unwind && d && d->site.frame_count > 0) {
+  if (shown.opened_count > 0) {
     out.add_text("  opened at:\n");
-    format_stack(out, d->site.frames, d->site.frame_count, stack.in_signal_handler);
+    format_stack(out, v.description->site.frames, shown.opened_count, stack.in_signal_handler);
   }
   if (out.full()) out.add_text("\n  (report truncated)\n");
   g_sink.write(out.view());

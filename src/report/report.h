@@ -32,6 +32,9 @@ struct Violation {
   // Audit mode: enforce mode would fix this by itself (a read-write or plain write-only open it rewrites,
   // a growing preallocation it defers); otherwise the program needs a code change.
   bool fixed_by_enforce = false;
+  // A write at the position, not at the end: where the program moved the position away from the end,
+  // if a seek did (null otherwise, or when nothing was recorded).
+  const SeekSite* left_end_at = nullptr;
 
   Violation& with_count(uint64_t bytes) {
     has_count = true;
@@ -55,6 +58,10 @@ struct ProcessIdentity {
 
 // The text of a report without the stacks (pure; unit-tested).
 void format_violation(TextBuffer& out, const Violation& v, const ProcessIdentity& who);
+// "  the position left the end at: lseek64(offset 0, SEEK_SET) -> 0, end of file 100, tid 7\n" (pure).
+void format_seek_site_heading(TextBuffer& out, const SeekSite& site);
+// The line after a native stack that says which frames were left out (pure; nothing when none were).
+void format_frames_left_out(TextBuffer& out, int libc_above, int below, bool python_shown);
 
 // A number of a trace line's detail, written "name=value" (the write and seek lines: no printf).
 struct TraceNumber {
@@ -79,11 +86,20 @@ void format_trace(TextBuffer& out, const TraceEvent& e, const ProcessIdentity& w
 // The detail as format_trace writes it: the numbers, then `detail`.
 void format_trace_detail(TextBuffer& out, const TraceEvent& e);
 
-// APPENDGUARD_FORMAT=json: the same as one JSON object on one line (fields in docs/reference.md). The
-// stacks are given as the text format's lines (empty: left out). Pure; unit-tested.
+// The stacks of a report, as the text format's lines (empty: left out).
+struct ReportStacks {
+  std::string_view python;
+  std::string_view native;
+  int native_libc_above = 0;  // frames left out of `native` (format_frames_left_out)
+  int native_below = 0;
+  std::string_view opened_at;
+  const SeekSite* left_end_at = nullptr;  // recorded (Violation::left_end_at); its Python lines are its own
+  std::string_view left_end_at_native;
+};
+// APPENDGUARD_FORMAT=json: the same as one JSON object on one line (fields in docs/reference.md). Pure;
+// unit-tested.
 void format_violation_json(TextBuffer& out, const Violation& v, const ProcessIdentity& who,
-                           std::string_view native_stack, std::string_view python_stack,
-                           std::string_view opened_at);
+                           const ReportStacks& stacks);
 void format_trace_json(TextBuffer& out, const TraceEvent& e, const ProcessIdentity& who);
 
 // The process-wide reporter: writes to the configured sink, adds stacks per configuration.
@@ -99,6 +115,11 @@ void flush_all_traces();
 void flush_traces_at_exit();
 // For the open site kept in each description.
 int capture_open_site(void** frames, int max_frames);
+// For the seek site kept in each description: the native stack of the caller and, in a Python thread,
+// its innermost Python frames (taking the GIL: call it holding no lock). Not inside a signal handler's
+// Python, and nothing when APPENDGUARD_BACKTRACE=0 and APPENDGUARD_PYTHON_STACK=0.
+void record_seek_site(SeekSite& site, const char* function, int64_t offset, int whence, uint64_t position,
+                      uint64_t end_of_file);
 // In the child of fork(): a thread that was reporting does not exist there, so its lock is released.
 void reset_reporter_after_fork();
 // A message that is not a violation ("appendguard: ..."), e.g. a descriptor we could not track.

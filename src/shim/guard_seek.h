@@ -13,6 +13,11 @@
 
 namespace appendguard {
 
+// A seek that left the end of file (SeekSiteAction::kRecord) records its site for the report of a later
+// write there; one onto the end (kForget) forgets it. Out of line: most seeks do neither.
+void note_seek_site(SeekSiteAction action, const char* operation, Description* d, off64_t offset, int whence,
+                    uint64_t position, uint64_t end_of_file);
+
 template <typename RealSeek>
 APPENDGUARD_SLOW_PATH off64_t guarded_seek(const char* operation, int fd, Description* d, off64_t offset,
                                            int whence, RealSeek&& real_seek) {
@@ -20,6 +25,7 @@ APPENDGUARD_SLOW_PATH off64_t guarded_seek(const char* operation, int fd, Descri
   if (!file) return file.stale() ? fail_on_closed_descriptor() : real_seek();
   off64_t result;
   int error = errno;  // left as it was when the seek succeeds
+  const uint64_t before = d->position;
   // A deferred preallocation makes the file look as large as promised.
   uint64_t size = file->reserved_size > file->end_of_file ? file->reserved_size : file->end_of_file;
   if (g_config->mode == Mode::kEnforce && d->kernel_appends) {
@@ -38,7 +44,12 @@ APPENDGUARD_SLOW_PATH off64_t guarded_seek(const char* operation, int fd, Descri
     if (result >= 0) d->position = static_cast<uint64_t>(result);
   }
   uint64_t end = file->end_of_file;
+  SeekSiteAction site = result < 0 ? SeekSiteAction::kNone
+                                   : seek_site_action(before, static_cast<uint64_t>(result), end,
+                                                      d->seek_site.recorded.load(std::memory_order_relaxed));
   file.release();
+  if (__builtin_expect(site != SeekSiteAction::kNone, 0))
+    note_seek_site(site, operation, d, offset, whence, static_cast<uint64_t>(result), end);
   if (tracing()) {
     trace_numbers(
         operation, fd, d->path, result, error,

@@ -45,6 +45,9 @@ bool refuse_or_report_write(const char* operation, int fd, Description* d, Write
                     .with_count(request.count)
                     .with_offset(static_cast<int64_t>(check.intended_offset));
   v.landing_offset = check.landing_offset;
+  // At the position: where a seek of this process moved it away from the end, if one did.
+  if (check.verdict == WriteVerdict::kNotAtEnd && !request.has_offset && !moved_by_another_process)
+    v.left_end_at = &d->seek_site;
   if (raise_violation(v)) return true;
   int error = errno;
   if (tracing()) {

@@ -84,6 +84,31 @@ TEST_CASE("forget_range and recycling") {
   CHECK(table->lookup(-1) == nullptr);
 }
 
+TEST_CASE("a seek site is recorded when a seek leaves the end, and only then") {
+  using A = SeekSiteAction;
+  CHECK(seek_site_action(100, 0, 100, false) == A::kRecord);    // seek(0) from the end
+  CHECK(seek_site_action(100, 0, 100, true) == A::kRecord);     // again, after a seek back to the end
+  CHECK(seek_site_action(100, 150, 100, false) == A::kRecord);  // beyond the end is not the end either
+  CHECK(seek_site_action(0, 10, 100, true) == A::kNone);        // still away: the first site stays
+  CHECK(seek_site_action(0, 10, 100, false) == A::kRecord);     // the open did not start at the end
+  CHECK(seek_site_action(100, 100, 100, false) == A::kNone);    // a tell at the end, a seek to the end
+  CHECK(seek_site_action(10, 10, 100, false) == A::kNone);      // a tell away from the end
+  CHECK(seek_site_action(10, 100, 100, true) == A::kForget);    // back at the end: a write there is fine
+  CHECK(seek_site_action(10, 100, 100, false) == A::kNone);
+}
+
+TEST_CASE("a recycled description starts without a seek site") {
+  auto table = std::make_unique<FileTable>();
+  Description* d = table->track(3, record("/s", 70, 100));
+  REQUIRE(d != nullptr);
+  CHECK_FALSE(d->seek_site.recorded.load());
+  d->seek_site.recorded.store(true);
+  CHECK(table->forget(3));
+  Description* again = table->track(4, record("/t", 71, 0));
+  REQUIRE(again == d);  // the free list gave the same object back
+  CHECK_FALSE(again->seek_site.recorded.load());
+}
+
 TEST_CASE("a number the program closed that a held session keeps: a taken slot that lookup does not see") {
   auto table = std::make_unique<FileTable>();
   Description* d = table->track(5, record("/held", 11, 10));

@@ -5,6 +5,7 @@
 #include <string>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "cli/report_summary.h"
@@ -162,16 +163,43 @@ TEST_CASE("JSON reports, trace lines and summaries") {
   ProcessIdentity who{10, 12, "/usr/bin/python3", "2", "node17"};
   char text[2048];
   TextBuffer out(text, sizeof text);
-  format_violation_json(out, v, who, "    #0  0x1 f+0x1 (m+0x1)\n    #1  0x2 g+0x2 (m+0x2)\n",
-                        "    File \"/a.py\", line 3, in save\n", "");
+  ReportStacks stacks;
+  stacks.native = "    #0  0x1 f+0x1 (m+0x1)\n    #1  0x2 g+0x2 (m+0x2)\n";
+  stacks.python = "    File \"/a.py\", line 3, in save\n";
+  format_violation_json(out, v, who, stacks);
+  // The Python stack first, innermost first, then the native frames that matter.
   CHECK(std::string(out.view()) ==
         "{\"type\":\"violation\",\"operation\":\"write\",\"path\":\"/ckpt/a "
         "\\\"b\\\"\\n.safetensors\",\"fd\":5,"
         "\"bytes\":8,\"offset\":0,\"end_of_file\":100,\"outcome\":\"audit\",\"finding\":\"needs a code "
         "change\","
         "\"why\":\"because\",\"pid\":10,\"tid\":12,\"rank\":\"2\",\"host\":\"node17\",\"program\":"
-        "\"/usr/bin/python3\",\"native_stack\":[\"#0  0x1 f+0x1 (m+0x1)\",\"#1  0x2 g+0x2 (m+0x2)\"],"
-        "\"python_stack\":[\"File \\\"/a.py\\\", line 3, in save\"]}\n");
+        "\"/usr/bin/python3\",\"python_stack\":[\"File \\\"/a.py\\\", line 3, in save\"],"
+        "\"native_stack\":[\"#0  0x1 f+0x1 (m+0x1)\",\"#1  0x2 g+0x2 (m+0x2)\"]}\n");
+  out.clear();
+  // Frames left out, and where the position left the end.
+  SeekSite seek;
+  seek.function = "lseek64";
+  seek.offset = 0;
+  seek.whence = SEEK_SET;
+  seek.position = 0;
+  seek.end_of_file = 100;
+  seek.tid = 12;
+  const char seek_python[] = "    File \"/a.py\", line 2, in save\n";
+  std::memcpy(seek.python, seek_python, sizeof seek_python - 1);
+  seek.python_size = sizeof seek_python - 1;
+  stacks.left_end_at = &seek;
+  stacks.native_libc_above = 2;
+  stacks.native_below = 40;
+  stacks.left_end_at_native = "    #0  0x3 h+0x3 (m+0x3)\n";
+  format_violation_json(out, v, who, stacks);
+  std::string with_seek(out.view());
+  CHECK(with_seek.find("\"native_stack_left_out\":{\"libc_above\":2,\"below\":40}") != std::string::npos);
+  CHECK(
+      with_seek.find("\"left_end_at\":{\"operation\":\"lseek64\",\"offset\":0,\"whence\":\"SEEK_SET\","
+                     "\"position\":0,\"end_of_file\":100,\"tid\":12,\"python_stack\":[\"File "
+                     "\\\"/a.py\\\", line 2, in save\"],\"native_stack\":[\"#0  0x3 h+0x3 (m+0x3)\"]}}\n") !=
+      std::string::npos);
   out.clear();
   TraceEvent e;
   e.operation = "lseek64";
@@ -192,4 +220,46 @@ TEST_CASE("JSON reports, trace lines and summaries") {
         "\"writes\":3,\"bytes\":4,\"violations\":5,\"fixed_by_enforce\":6,\"refused_bytes\":7,\"held_"
         "sessions\":8}"
         "\n");
+}
+
+TEST_CASE("where the position left the end, and the frames left out") {
+  SeekSite seek;
+  seek.function = "lseek64";
+  seek.offset = -4;
+  seek.whence = SEEK_END;
+  seek.position = 96;
+  seek.end_of_file = 100;
+  seek.tid = 7;
+  char text[512];
+  TextBuffer out(text, sizeof text);
+  format_seek_site_heading(out, seek);
+  CHECK(std::string(out.view()) ==
+        "  the position left the end at: lseek64(offset -4, SEEK_END) -> 96, end of file 100, tid 7\n");
+  out.clear();
+  seek.whence = 9;
+  format_seek_site_heading(out, seek);
+  CHECK(std::string(out.view()).find("(offset -4, 9) -> 96") != std::string::npos);
+
+  out.clear();
+  format_frames_left_out(out, 0, 0, true);
+  CHECK(out.view().empty());
+  format_frames_left_out(out, 1, 0, false);
+  CHECK(std::string(out.view()) ==
+        "    (not shown: 1 frame of libc above #0; APPENDGUARD_TRACE=1 shows them)\n");
+  out.clear();
+  format_frames_left_out(out, 2, 41, true);
+  CHECK(
+      std::string(out.view()) ==
+      "    (not shown: 2 frames of libc above #0, 41 frames below, the Python interpreter's and its callers' "
+      "(the python stack says where); APPENDGUARD_TRACE=1 shows them)\n");
+  out.clear();
+  format_frames_left_out(out, 0, 3, false);
+  CHECK(std::string(out.view()) ==
+        "    (not shown: 3 frames below, the thread's start; APPENDGUARD_TRACE=1 shows them)\n");
+  // `appendguard report` does not take the note for a frame.
+  std::string block =
+      "appendguard: violation: write /a fd=3 bytes=1 offset=0 end_of_file=5: refused (EOPNOTSUPP)\n"
+      "  native stack:\n" +
+      std::string(out.view()) + "    #0  0x0000004011aa culprit+0x1a (probe+0x11aa)\n";
+  CHECK(call_site_of(block) == "culprit+0x1a (probe+0x11aa)");
 }
