@@ -4,6 +4,7 @@
 
 #include <array>
 #include <charconv>
+#include <cstdio>
 
 namespace appendguard {
 namespace {
@@ -213,6 +214,24 @@ bool MountTable::knows_device(dev_t device) const {
 StoreKind MountTable::store_kind_of(std::string_view path) const {
   const Mount* mount = mount_of(path);
   return mount ? mount->entry.kind : StoreKind::kAppends;
+}
+
+size_t MountTable::describe_unguarded_fuse(char* out, size_t capacity) const {
+  if (capacity == 0) return 0;
+  size_t length = 0;
+  out[0] = '\0';
+  for (const Mount& mount : mounts_) {
+    if (mount.append_only || !is_fuse_type(mount.entry.type)) continue;
+    int n = std::snprintf(out + length, capacity - length, "%s%s at %s", length ? ", " : "",
+                          mount.entry.type.c_str(), mount.entry.mount_point.c_str());
+    if (n < 0 || static_cast<size_t>(n) >= capacity - length) {
+      length = capacity - 1;
+      out[length] = '\0';
+      break;
+    }
+    length += static_cast<size_t>(n);
+  }
+  return length;
 }
 
 const MountEntry* MountTable::mount_entry_of(std::string_view path) const {

@@ -63,6 +63,9 @@ class MountTable {
   bool any_append_only() const { return append_only_count_ > 0; }
   // Whether some FUSE mount is not guarded whole: where a store may refuse a file we do not guard.
   bool any_unguarded_fuse() const { return unguarded_fuse_count_ > 0; }
+  // "TYPE at MOUNT_POINT" of each FUSE mount not guarded whole, comma-separated, into `out` (truncated to
+  // `capacity`, always terminated). Returns the length.
+  size_t describe_unguarded_fuse(char* out, size_t capacity) const;
   // The append-only mount holding the absolute, normalized `path` (the longest mount point that is a
   // prefix of it, as the kernel resolves it without symbolic links), or null.
   const MountEntry* append_only_mount_of(std::string_view path) const;

@@ -12,6 +12,28 @@ bool is_store_refusal(int error) {
          error == EBADF;
 }
 
+bool is_store_refusal_at_close(int error) {
+  return error != EBADF && is_store_refusal(error);
+}
+
+size_t format_unguarded_close_failure(const UnguardedCloseFailure& f, char* out, size_t capacity) {
+  if (capacity == 0) return 0;
+  const std::string_view paths = f.paths.empty() ? std::string_view("*.safetensors") : f.paths;
+  const int n = std::snprintf(
+      out, capacity,
+      "close(fd %d) failed with %s on a descriptor appendguard does not guard (its file cannot be named "
+      "once closed); on a FUSE store this is where a write-once store refuses an upload. FUSE mounts "
+      "not guarded here: %.*s; a pattern of APPENDGUARD_PATHS (now '%.*s') that matches the file, or "
+      "APPENDGUARD_FS=fuse, would guard them (said once per process)",
+      f.fd, linux_errno_name(f.error), static_cast<int>(f.mounts.size()), f.mounts.data(),
+      static_cast<int>(paths.size()), paths.data());
+  if (n < 0) {
+    out[0] = '\0';
+    return 0;
+  }
+  return static_cast<size_t>(n) < capacity ? static_cast<size_t>(n) : capacity - 1;
+}
+
 size_t format_unguarded_failure(const UnguardedFailure& f, char* out, size_t capacity) {
   if (capacity == 0) return 0;
   const int path_length = static_cast<int>(f.path.size());

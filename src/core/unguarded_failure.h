@@ -30,6 +30,22 @@ struct UnguardedFailure {
 // Returns its length.
 size_t format_unguarded_failure(const UnguardedFailure& f, char* out, size_t capacity);
 
+// A close that fails says nothing of its file (the descriptor is gone, and looking it up before every
+// close would cost each close of the program two system calls): the notice names the descriptor, the
+// FUSE mounts not guarded whole ("TYPE at MOUNT_POINT", `mounts`, comma-separated) and the settings.
+// Said once per process.
+struct UnguardedCloseFailure {
+  int fd = -1;
+  int error = 0;
+  std::string_view mounts;  // "fuse.rclone at /mnt/ckpt, fuse.sshfs at /data"
+  std::string_view paths;   // APPENDGUARD_PATHS as set ("" when unset: the default)
+};
+size_t format_unguarded_close_failure(const UnguardedCloseFailure& f, char* out, size_t capacity);
+
+// Whether a close failed as a store reports a refused upload or flush: a store refusal but EBADF, which
+// a close gets for a number that was not open (a program's double close, not a store).
+bool is_store_refusal_at_close(int error);
+
 // The files already told about (device and inode, or a hash of the path for a file that does not
 // exist): at most kCapacity, then nothing more is said (the first notices are the useful ones).
 class ToldFiles {

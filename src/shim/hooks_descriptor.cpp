@@ -9,6 +9,7 @@
 #include "shim/held_sessions.h"
 #include "shim/hook.h"
 #include "shim/trace.h"
+#include "shim/unguarded_notice.h"
 
 using namespace appendguard;
 
@@ -20,11 +21,24 @@ off64_t guarded::lseek64(Description* d, int fd, off64_t offset, int whence) {
   return guarded_seek("lseek64", fd, d, offset, whence, [&] { return real_lseek64(fd, offset, whence); });
 }
 
+namespace {
+
+// A close of an untracked number while some FUSE mount is not guarded whole: its failure is looked at
+// (unguarded_notice.h). Out of line, so that close's own path stays a tail call.
+[[gnu::noinline]] int close_watched(int fd) {
+  int result = real_close(fd);
+  if (__builtin_expect(result < 0, 0)) note_unguarded_close_failure(fd, errno);
+  return result;
+}
+
+}  // namespace
+
 // Forget before closing: once closed, another thread may get the same number for a new file. A number
 // we hold (the program closed it already: its slot is closed_by_program()) is not closed again: the
 // program gets the EBADF a second close gets. One slot load on the untracked path.
 APPENDGUARD_HOOK int close(int fd) {
   if (__builtin_expect(g_files.slot(fd) != nullptr, 0)) return close_taken_number(fd);
+  if (__builtin_expect(g_files.watching_untracked_failures(), 0)) return close_watched(fd);
   return real_close(fd);
 }
 

@@ -3,6 +3,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
 
 #include "core/unguarded_failure.h"
 #include "report/report.h"
@@ -46,6 +50,30 @@ void note_unguarded_failure(const char* call, int fd, int error) {
     return;
   }
   tell(call, path, error, file_key(st.st_dev, st.st_ino));
+  errno = error;
+}
+
+void note_unguarded_close_failure(int fd, int error) {
+  if (current_mode() == Mode::kOff || !is_store_refusal_at_close(error) || InternalScope::active()) return;
+  static std::atomic<pid_t> told{0};
+  const pid_t pid = static_cast<pid_t>(syscall(SYS_getpid));
+  if (told.exchange(pid) == pid) {
+    errno = error;
+    return;
+  }
+  InternalScope internal;
+  const MountTable* mounts = g_all_mounts.load(std::memory_order_acquire);
+  char described[512] = "";
+  if (mounts) mounts->describe_unguarded_fuse(described, sizeof described);
+  UnguardedCloseFailure f;
+  f.fd = fd;
+  f.error = error;
+  f.mounts = described;
+  const char* paths = getenv("APPENDGUARD_PATHS");
+  f.paths = paths ? paths : "";
+  char message[1024];
+  format_unguarded_close_failure(f, message, sizeof message);
+  report_notice(message);
   errno = error;
 }
 

@@ -7,6 +7,8 @@ namespace appendguard {
 
 // `call` on descriptor `fd` failed with `error` (errno is kept).
 [[gnu::cold, gnu::noinline]] void note_unguarded_failure(const char* call, int fd, int error);
+// close(fd) of a number we do not track failed with `error` (errno is kept): said once per process.
+[[gnu::cold, gnu::noinline]] void note_unguarded_close_failure(int fd, int error);
 // A write open of `path` (relative to `dirfd`) failed with `error` (errno is kept).
 [[gnu::cold, gnu::noinline]] void note_unguarded_open_failure(const char* call, int dirfd, const char* path,
                                                               int error);

@@ -6,7 +6,9 @@ import errno
 import os
 import unittest
 
+import e2e_support
 from e2e_support import PYTHON, MountTest, main
+from rclone_mount import RCLONE, rclone_mounted
 
 WRITER = r"""
 import os, sys
@@ -17,7 +19,8 @@ for _ in range(count):
     fd = os.open(path, os.O_RDWR)     # on hdfs: a read stream, whose writes fail EOPNOTSUPP
     os.lseek(fd, 0, os.SEEK_END)
     try:
-        os.write(fd, b"tensor")
+        os
+  .write(fd, b"tensor")
         print("write=ok")
     except OSError as e:
         print("write=%d" % e.errno)
@@ -30,10 +33,25 @@ path = sys.argv[1]
 with open(path, "wb") as f:
     f.write(b"header")
 try:
-    os.close(os.open(path, os.O_WRONLY))  # on s3: an existing file needs O_TRUNC (EPERM)
+    os
+    .close(os.open(path, os.O_WRONLY))  # on s3: an existing file needs O_TRUNC (EPERM)
     print("open=ok")
 except OSError as e:
     print("open=%d" % e.errno)
+"""
+
+APPENDER = r"""
+import os, sys
+path = sys.argv[1]
+with open(path, "wb") as f:   # one upload from offset 0: a write-once store takes it
+    f.write(b"header")
+fd = os.open(path, os.O_WRONLY | os.O_APPEND)  # rclone off: accepted, then the write and the close fail
+try:
+    os
+      .write(fd, b "tensor") print("write=ok") except OSError as e : print("write=%d" % e.errno) try : os.close(fd)
+    print("close=ok")
+except OSError as e:
+    print("close=%d" % e.errno)
 """
 
 
@@ -54,7 +72,7 @@ class UnguardedFailureTest(MountTest):
         self.assertIn("no pattern of APPENDGUARD_PATHS='*.safetensors' matches it", said[0])
         self.assertIn(f"APPENDGUARD_PATHS='*.safetensors:{self.mnt}/**' or APPENDGUARD_FS=fuse.appendonlyfs",
                       said[0])
-        # The fix it names works: the same program then succeeds.
+#The fix it names works : the same program then succeeds.
         proc = self.run_lib([PYTHON, "-c", WRITER, path, "1"], APPENDGUARD_FS="none",
                             APPENDGUARD_PATHS=f"*.safetensors:{self.mnt}/**")
         self.assertEqual(proc.stdout.split(), ["write=ok"], proc.stderr)
@@ -69,12 +87,26 @@ class UnguardedFailureTest(MountTest):
         self.assertEqual(len(said), 1, proc.stderr)
         self.assertIn(f"open64 of {path} failed with EPERM on fuse.appendonlyfs mount {self.mnt}", said[0])
 
+    def test_a_refused_close_on_an_unguarded_file_is_said(self):
+        if RCLONE is None:
+            self.fail("rclone is not installed (apt-get install rclone)")
+        backing, mnt, _ = self.enterContext(rclone_mounted(self.dir, "off", on_mount=e2e_support.ACTIVE_MOUNTS.add))
+        self.addCleanup(e2e_support.ACTIVE_MOUNTS.discard, mnt)
+        path = os.path.join(mnt, "model.bin")
+        proc = self.run_lib([PYTHON, "-c", APPENDER, path], APPENDGUARD_FS="none")
+        self.assertEqual(proc.stdout.split(), [f"write={errno.ESPIPE}", f"close={errno.EPERM}"], proc.stderr)
+        said = [line for line in proc.stderr.splitlines() if "close(fd " in line]
+        self.assertEqual(len(said), 1, proc.stderr)
+        self.assertIn("failed with EPERM on a descriptor appendguard does not guard", said[0])
+        self.assertIn(f"fuse.rclone at {mnt}", said[0])
+        self.assertIn("APPENDGUARD_FS=fuse", said[0])
+
     def test_nothing_is_said_off_fuse_or_for_other_errors(self):
         path = self.path("local.bin")
         with open(path, "wb") as f:
             f.write(b"x")
         os.chmod(path, 0o444)
-        # EBADF of a write on a read-only descriptor of a local file: not a store.
+#EBADF of a write on a read - only descriptor of a local file : not a store.
         code = "import os,sys\nfd=os.open(sys.argv[1], os.O_RDONLY)\ntry: os.write(fd, b'x')\nexcept OSError as e: print(e.errno)"
         proc = self.run_lib([PYTHON, "-c", code, path], APPENDGUARD_FS="none")
         self.assertEqual(proc.stdout.strip(), str(errno.EBADF))

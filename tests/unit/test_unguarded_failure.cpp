@@ -51,3 +51,41 @@ TEST_CASE("each file is told once, and a full set tells no more") {
   }
   CHECK_FALSE(told.first_time(999999));
 }
+
+TEST_CASE("a close is a store's refusal for the store errnos but EBADF (a double close)") {
+  for (int e : {EOPNOTSUPP, ENOSYS, EPERM, ESPIPE, EINVAL}) CHECK(is_store_refusal_at_close(e));
+  for (int e : {0, EBADF, EIO, EINTR, ENOENT}) CHECK_FALSE(is_store_refusal_at_close(e));
+}
+
+TEST_CASE("the close notice names the descriptor, the errno, the FUSE mounts not guarded and the fix") {
+  char text[1024];
+  UnguardedCloseFailure f;
+  f.fd = 7;
+  f.error = EPERM;
+  f.mounts = "fuse.rclone at /mnt/ckpt";
+  size_t n = format_unguarded_close_failure(f, text, sizeof text);
+  const std::string said(text, n);
+  CHECK(said.starts_with("close(fd 7) failed with EPERM on a descriptor appendguard does not guard"));
+  CHECK(said.find("FUSE mounts not guarded here: fuse.rclone at /mnt/ckpt;") != std::string::npos);
+  CHECK(said.find("APPENDGUARD_PATHS (now '*.safetensors')") != std::string::npos);
+  CHECK(said.find("APPENDGUARD_FS=fuse") != std::string::npos);
+  CHECK(said.ends_with("(said once per process)"));
+}
+
+TEST_CASE("the FUSE mounts not guarded whole are listed by type and mount point") {
+  MountTable table;
+  MountSelection selection;  // the known stores
+  table.load(
+      "36 35 0:40 / /mnt/ckpt rw - fuse.rclone remote: rw\n"
+      "37 35 0:41 / /mnt/hdfs rw - fuse fuse_dfs rw\n"
+      "38 35 0:42 / /data rw - fuse.sshfs me@host: rw\n"
+      "39 35 0:43 / /tmp rw - tmpfs tmpfs rw\n",
+      selection);
+  char out[256];
+  size_t n = table.describe_unguarded_fuse(out, sizeof out);
+  CHECK(std::string(out, n) == "fuse.sshfs at /data");
+  char small[8];
+  n = table.describe_unguarded_fuse(small, sizeof small);
+  CHECK(n == 7);
+  CHECK(std::string(small) == "fuse.ss");
+}
