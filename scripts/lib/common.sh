@@ -7,11 +7,12 @@ APPENDGUARD_BUILD="${APPENDGUARD_BUILD_DIR:-$APPENDGUARD_REPO/build}"
 # Debian 12 packages the build, the tests and the demo need.
 # clang-format: the lint test runs, never skips; rclone: a real write-once store for the e2e tests;
 # python3-venv: the real-client tests (PyTorch, safetensors) run in a virtual environment; e2fsprogs:
-# chattr, for the kernel append-only (chattr +a) e2e tests; clang (libFuzzer, tests/fuzz) and clang-tidy
-# (lint.clang_tidy); strace: scripts/bench sets tracing beside `strace -f`; GCC's sanitizer runtimes come
+# chattr, for the kernel append-only (chattr +a) e2e tests; clang and libclang-rt-14-dev (libFuzzer and its
+# ASan runtime, tests/fuzz: only a recommendation of clang, which --no-install-recommends leaves out) and
+# clang-tidy (lint.clang_tidy); strace: scripts/bench sets tracing beside `strace -f`; GCC's sanitizer runtimes come
 # with g++ (libasan8, libubsan1, libtsan2).
 APPENDGUARD_PACKAGES=(cmake g++ make pkg-config libfmt-dev libunwind-dev catch2 libfuse3-dev fuse3 python3
-  python3-venv clang-format rclone e2fsprogs clang clang-tidy strace)
+  python3-venv clang-format rclone e2fsprogs clang libclang-rt-14-dev clang-tidy strace)
 
 say() { printf '==> %s\n' "$*"; }
 
