@@ -19,8 +19,7 @@ for _ in range(count):
     fd = os.open(path, os.O_RDWR)     # on hdfs: a read stream, whose writes fail EOPNOTSUPP
     os.lseek(fd, 0, os.SEEK_END)
     try:
-        os
-  .write(fd, b"tensor")
+        os.write(fd, b"tensor")
         print("write=ok")
     except OSError as e:
         print("write=%d" % e.errno)
@@ -33,8 +32,7 @@ path = sys.argv[1]
 with open(path, "wb") as f:
     f.write(b"header")
 try:
-    os
-    .close(os.open(path, os.O_WRONLY))  # on s3: an existing file needs O_TRUNC (EPERM)
+    os.close(os.open(path, os.O_WRONLY))  # on s3: an existing file needs O_TRUNC (EPERM)
     print("open=ok")
 except OSError as e:
     print("open=%d" % e.errno)
@@ -47,8 +45,12 @@ with open(path, "wb") as f:   # one upload from offset 0: a write-once store tak
     f.write(b"header")
 fd = os.open(path, os.O_WRONLY | os.O_APPEND)  # rclone off: accepted, then the write and the close fail
 try:
-    os
-      .write(fd, b "tensor") print("write=ok") except OSError as e : print("write=%d" % e.errno) try : os.close(fd)
+    os.write(fd, b"tensor")
+    print("write=ok")
+except OSError as e:
+    print("write=%d" % e.errno)
+try:
+    os.close(fd)
     print("close=ok")
 except OSError as e:
     print("close=%d" % e.errno)
@@ -72,7 +74,7 @@ class UnguardedFailureTest(MountTest):
         self.assertIn("no pattern of APPENDGUARD_PATHS='*.safetensors' matches it", said[0])
         self.assertIn(f"APPENDGUARD_PATHS='*.safetensors:{self.mnt}/**' or APPENDGUARD_FS=fuse.appendonlyfs",
                       said[0])
-#The fix it names works : the same program then succeeds.
+        # The fix it names works: the same program then succeeds.
         proc = self.run_lib([PYTHON, "-c", WRITER, path, "1"], APPENDGUARD_FS="none",
                             APPENDGUARD_PATHS=f"*.safetensors:{self.mnt}/**")
         self.assertEqual(proc.stdout.split(), ["write=ok"], proc.stderr)
@@ -106,7 +108,7 @@ class UnguardedFailureTest(MountTest):
         with open(path, "wb") as f:
             f.write(b"x")
         os.chmod(path, 0o444)
-#EBADF of a write on a read - only descriptor of a local file : not a store.
+        # EBADF of a write on a read-only descriptor of a local file: not a store.
         code = "import os,sys\nfd=os.open(sys.argv[1], os.O_RDONLY)\ntry: os.write(fd, b'x')\nexcept OSError as e: print(e.errno)"
         proc = self.run_lib([PYTHON, "-c", code, path], APPENDGUARD_FS="none")
         self.assertEqual(proc.stdout.strip(), str(errno.EBADF))
