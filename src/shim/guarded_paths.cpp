@@ -1,10 +1,8 @@
 #include "shim/guarded_paths.h"
 
 #include <fcntl.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <string_view>
@@ -63,9 +61,8 @@ bool physical_path_of(const char* full_path, char* out) {
 
 // A path too long to resolve cannot be matched against the patterns: said once per process.
 void notice_unresolvable_path(int dirfd, const char* path) {
-  static std::atomic<pid_t> told{0};
-  pid_t pid = static_cast<pid_t>(syscall(SYS_getpid));
-  if (told.exchange(pid) == pid) return;
+  static constinit OncePerProcess told;
+  if (!told.first_time()) return;
   char message[512];
   std::snprintf(message, sizeof message,
                 "a write open of \"%.200s...\" (%zu bytes, dirfd %d) is not guarded: its absolute path does "

@@ -3,7 +3,9 @@
 // and never destroyed, so hooks work before our constructor, during static destruction and after exit.
 #pragma once
 
+#include <sys/syscall.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <atomic>
 
@@ -54,5 +56,18 @@ inline Description* tracked_description(int fd) {
 // False in a vfork()ed child (or a raw clone), which shares our memory with the parent: such a child
 // must not change the parent's file table when it closes or duplicates descriptors before exec.
 bool owns_file_table();
+
+// A notice said once per process: first_time() is true once in each process (a fork child says it
+// again, for its own log).
+class OncePerProcess {
+ public:
+  bool first_time() {
+    const pid_t pid = static_cast<pid_t>(syscall(SYS_getpid));
+    return told_.exchange(pid, std::memory_order_relaxed) != pid;
+  }
+
+ private:
+  std::atomic<pid_t> told_{0};
+};
 
 }  // namespace appendguard

@@ -3,10 +3,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <atomic>
 
 #include "core/unguarded_failure.h"
 #include "report/report.h"
@@ -55,9 +51,8 @@ void note_unguarded_failure(const char* call, int fd, int error) {
 
 void note_unguarded_close_failure(int fd, int error) {
   if (current_mode() == Mode::kOff || !is_store_refusal_at_close(error) || InternalScope::active()) return;
-  static std::atomic<pid_t> told{0};
-  const pid_t pid = static_cast<pid_t>(syscall(SYS_getpid));
-  if (told.exchange(pid) == pid) {
+  static constinit OncePerProcess told;
+  if (!told.first_time()) {
     errno = error;
     return;
   }
