@@ -11,11 +11,26 @@
 
 namespace appendguard {
 
+namespace {
+
+// What every trace line has; the caller adds the detail or the numbers.
+TraceEvent event_of(const char* operation, int fd, const char* path, long long result, int error) {
+  TraceEvent e;
+  e.operation = operation;
+  e.fd = fd;
+  e.path = path;
+  e.result = result;
+  e.error = error;
+  return e;
+}
+
+}  // namespace
+
 void trace(const char* operation, int fd, const char* path, long long result, int error, const char* format,
            ...) {
   InternalScope internal;
   char detail[512];
-  TraceEvent e;
+  TraceEvent e = event_of(operation, fd, path, result, error);
   va_list args;
   va_start(args, format);
   if (format[0] == '%' && format[1] == 's' && format[2] == '\0') {
@@ -25,24 +40,14 @@ void trace(const char* operation, int fd, const char* path, long long result, in
     e.detail = detail;
   }
   va_end(args);
-  e.operation = operation;
-  e.fd = fd;
-  e.path = path;
-  e.result = result;
-  e.error = error;
   report_trace(e);
 }
 
 void trace_numbers(const char* operation, int fd, const char* path, long long result, int error,
                    std::initializer_list<TraceNumber> numbers, const char* suffix) {
   InternalScope internal;
-  TraceEvent e;
-  e.operation = operation;
-  e.fd = fd;
-  e.path = path;
+  TraceEvent e = event_of(operation, fd, path, result, error);
   e.detail = suffix;
-  e.result = result;
-  e.error = error;
   e.numbers = numbers.begin();
   e.number_count = static_cast<int>(numbers.size());
   report_trace(e);
