@@ -44,13 +44,8 @@ APPENDGUARD_HOOK int close(int fd) {
 
 namespace {
 
-// A number the program closed that a held session keeps open: EBADF for dup, dup2/dup3 from it, fcntl.
-// The slot is tested on the untracked path (one load); the rest is out of line.
-inline bool closed_for_program(int fd) {
-  Description* s = g_files.slot(fd);
-  return __builtin_expect(s != nullptr, 0) && s == closed_by_program() && closed_by_the_program(fd);
-}
-
+// dup, dup2/dup3 from a number the program closed that a held session keeps open (closed_number,
+// held_sessions.h), and fcntl on it: EBADF.
 int bad_descriptor() {
   errno = EBADF;
   return -1;
@@ -100,7 +95,7 @@ APPENDGUARD_HOOK void closefrom(int lowfd) {
 }
 
 APPENDGUARD_HOOK int dup(int fd) {
-  if (closed_for_program(fd)) return bad_descriptor();
+  if (closed_number(fd)) return bad_descriptor();
   int result = real_dup(fd);
   if (__builtin_expect(result >= 0 && (g_files.lookup(fd) || g_files.slot(result)), 0)) {
     keep_errno([&](int) { note_duplicate("dup", fd, result); });
@@ -112,7 +107,7 @@ APPENDGUARD_HOOK int dup(int fd) {
 // a commit of that number by the committer thread is waited for, else its close would close the
 // program's new descriptor). dup2/dup3 from a number the program closed fail EBADF.
 APPENDGUARD_HOOK int dup2(int old_fd, int new_fd) {
-  if (closed_for_program(old_fd)) return bad_descriptor();
+  if (closed_number(old_fd)) return bad_descriptor();
   if (__builtin_expect(any_held_sessions(), 0) && old_fd != new_fd && new_fd >= 0)
     commit_held_range(static_cast<unsigned>(new_fd), static_cast<unsigned>(new_fd),
                       "before dup2 onto its number");
@@ -125,7 +120,7 @@ APPENDGUARD_HOOK int dup2(int old_fd, int new_fd) {
 }
 
 APPENDGUARD_HOOK int dup3(int old_fd, int new_fd, int flags) {
-  if (closed_for_program(old_fd)) return bad_descriptor();
+  if (closed_number(old_fd)) return bad_descriptor();
   if (__builtin_expect(any_held_sessions(), 0) && old_fd != new_fd && new_fd >= 0)
     commit_held_range(static_cast<unsigned>(new_fd), static_cast<unsigned>(new_fd),
                       "before dup3 onto its number");
@@ -145,7 +140,7 @@ namespace {
 // so they can only get it after that close, as any open can (its stale slot is then replaced).
 template <typename Real>
 int fcntl_hook(const char* operation, int fd, int cmd, void* arg, Real&& real) {
-  if (closed_for_program(fd)) return bad_descriptor();
+  if (closed_number(fd)) return bad_descriptor();
   if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
     int result = real(arg);
     if (__builtin_expect(result >= 0 && (g_files.lookup(fd) || g_files.slot(result)), 0)) {
