@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/eof_rule.h"
+#include "core/hidden.h"
 #include "core/lock.h"
 
 namespace appendguard {
@@ -133,13 +134,14 @@ struct OpenRecord {
 
 // The file whose lock this thread holds in a guarded call, if any: a signal handler that interrupted that
 // call must not wait for the lock (its own thread would never release it).
-extern __attribute__((tls_model("initial-exec"))) constinit thread_local TrackedFile* t_held_file;
+extern APPENDGUARD_HIDDEN
+    __attribute__((tls_model("initial-exec"))) constinit thread_local TrackedFile* t_held_file;
 
 // The slot value of a number the program closed while the library keeps its descriptor open (a held
 // write session, shim/held_sessions.h; in a fork child, a number the parent held): the hooks' one slot
 // test sees the number taken, and their tracked path answers EBADF, as the kernel would without the
 // library. Never dereferenced: lookup() filters it out; slot() returns it.
-extern constinit Description g_closed_by_program;
+extern APPENDGUARD_HIDDEN constinit Description g_closed_by_program;
 inline Description* closed_by_program() {
   return &g_closed_by_program;
 }
@@ -158,6 +160,13 @@ class FileTable {
   Description* slot(int fd) const {
     if (static_cast<unsigned>(fd) >= static_cast<unsigned>(kMaxTrackedFd)) return nullptr;
     return slots_[fd].load(std::memory_order_acquire);
+  }
+  // Whether `fd` still refers to `d`, which was found in fd's slot before (so fd is in range: a guarded
+  // call's re-check under the file's lock, shim/held_file.h). The index is masked rather than tested, so
+  // that a wrong caller reads a wrong slot, never outside the table.
+  bool still_refers_to(int fd, const Description* d) const {
+    static_assert((kMaxTrackedFd & (kMaxTrackedFd - 1)) == 0);
+    return slots_[static_cast<unsigned>(fd) & (kMaxTrackedFd - 1)].load(std::memory_order_acquire) == d;
   }
   bool any_tracked() const { return highest_fd_plus_one_.load(std::memory_order_relaxed) > 0; }
   // Whether the failures of untracked writes are looked at (shim/unguarded_notice.h): set when some FUSE
@@ -215,6 +224,9 @@ class FileTable {
   int highest_fd() const { return highest_fd_plus_one_.load(std::memory_order_relaxed) - 1; }
 
  private:
+  // First, at the object's address: the hooks index it without adding an offset.
+  std::atomic<Description*> slots_[kMaxTrackedFd] = {};
+
   void recycle_unpinned(Description* d);     // the last reference went with a guarded call
   void release_description(Description* d);  // registry_ held
   void recycle_description(Description* d);  // registry_ held
@@ -233,7 +245,6 @@ class FileTable {
   TrackedFile** live_files_ = nullptr;  // files with open descriptions, found by identity
   size_t live_file_count_ = 0;
   size_t live_file_capacity_ = 0;
-  std::atomic<Description*> slots_[kMaxTrackedFd] = {};
 };
 
 }  // namespace appendguard

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "core/hidden.h"
 #include "report/text_buffer.h"
 
 namespace appendguard {
@@ -23,7 +24,7 @@ struct SummaryCounters {
   std::atomic<uint64_t> held_sessions{0};     // closes of a guarded file held open for its next write open
 };
 
-extern constinit SummaryCounters g_summary;
+extern APPENDGUARD_HIDDEN constinit SummaryCounters g_summary;
 
 inline void count_event(std::atomic<uint64_t>& counter, uint64_t n = 1) {
   counter.fetch_add(n, std::memory_order_relaxed);

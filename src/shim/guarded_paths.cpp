@@ -50,7 +50,7 @@ bool physical_path_of(const char* full_path, char* out) {
   char directory[kMaxPath];
   std::memcpy(directory, full_path, slash);
   directory[slash] = '\0';
-  int fd = real_open(directory, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  int fd = real_open(directory, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
   if (fd < 0) return false;
   char physical_directory[kMaxPath];
   bool ok = descriptor_path(fd, physical_directory, sizeof physical_directory);

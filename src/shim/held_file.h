@@ -48,7 +48,7 @@ class HeldFile {
     previous_ = t_held_file;
     t_held_file = file;
     file->lock.lock();
-    if (g_files.slot(fd) != d) {  // d is never the closed_by_program() mark
+    if (!g_files.still_refers_to(fd, d)) {  // d is never the closed_by_program() mark
       file->lock.unlock();
       t_held_file = previous_;
       return;

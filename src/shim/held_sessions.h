@@ -7,11 +7,12 @@
 #include <atomic>
 
 #include "core/held_files.h"
+#include "core/hidden.h"
 #include "shim/runtime.h"
 
 namespace appendguard {
 
-extern constinit std::atomic<int> g_held_count;
+extern APPENDGUARD_HIDDEN constinit std::atomic<int> g_held_count;
 
 inline bool any_held_sessions() {
   return g_held_count.load(std::memory_order_relaxed) != 0;

@@ -8,6 +8,7 @@
 
 #include <atomic>
 
+#include "core/hidden.h"
 #include "core/mount_table.h"
 
 namespace appendguard {
@@ -20,9 +21,9 @@ void load_mount_table();
 void refresh_mounts_for(dev_t device);
 
 // Null when no mount is append-only. Replaced tables are never freed (a reader may still use one).
-extern std::atomic<const MountTable*> g_mount_table;
+extern APPENDGUARD_HIDDEN std::atomic<const MountTable*> g_mount_table;
 // Every mount, append-only or not (the store kind of a file guarded by name); null if unread.
-extern std::atomic<const MountTable*> g_all_mounts;
+extern APPENDGUARD_HIDDEN std::atomic<const MountTable*> g_all_mounts;
 
 // The append-only mount holding `full_path` (absolute, normalized), or null.
 inline const MountEntry* append_only_mount_of(const char* full_path) {

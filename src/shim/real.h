@@ -9,23 +9,67 @@
 namespace appendguard {
 
 template <typename Fn>
+class RealFunction;
+
+namespace detail {
+
+// The first call of a function that takes a fixed list of arguments: it resolves the real function
+// (which replaces it in the pointer) and forwards to it. A pointer that starts here is never null, so the
+// hooks call through it with one indirect jump and no test.
+template <typename Fn>
+struct FirstCall {
+  static constexpr bool kAvailable = false;
+};
+template <typename R, typename... A>
+struct FirstCall<R(A...)> {
+  static constexpr bool kAvailable = true;
+  template <const RealFunction<R(A...)>& real>
+  static R call(A... args) {
+    return real.resolve()(args...);
+  }
+};
+template <typename R, typename... A>
+struct FirstCall<R(A...) noexcept> {
+  static constexpr bool kAvailable = true;
+  template <const RealFunction<R(A...) noexcept>& real>
+  static R call(A... args) noexcept {
+    return real.resolve()(args...);
+  }
+};
+
+}  // namespace detail
+
+template <typename Fn>
 class RealFunction {
  public:
   // `fallback` stands in where libc has no such name: fstat64 became a libc function only in glibc 2.33,
-  // and our own code calls it (docs/design.md, "glibc floor").
-  explicit constexpr RealFunction(const char* name, Fn* fallback = nullptr)
-      : name_(name), fallback_(fallback) {}
+  // and our own code calls it (docs/design.md, "glibc floor"). `first_call` is detail::FirstCall's
+  // function for this very object; variadic functions have none (their arguments cannot be forwarded)
+  // and start null instead, tested on every call.
+  explicit constexpr RealFunction(const char* name, Fn* fallback, Fn* first_call = nullptr)
+      : name_(name), fallback_(fallback), first_call_(first_call), fn_(first_call) {
+    // Not a constant expression, so a constinit object without its first call does not compile.
+    if (detail::FirstCall<Fn>::kAvailable && first_call == nullptr) __builtin_trap();
+  }
 
   template <typename... Args>
   auto operator()(Args... args) const {
     Fn* fn = fn_.load(std::memory_order_relaxed);
-    // Both branches are tail calls, so a hook's untracked path saves no registers.
-    if (__builtin_expect(fn == nullptr, 0)) return resolve_and_call(args...);
+    if constexpr (!detail::FirstCall<Fn>::kAvailable) {
+      // Both branches are tail calls, so a hook's untracked path saves no registers.
+      if (__builtin_expect(fn == nullptr, 0)) return resolve_and_call(args...);
+    }
     return fn(args...);
   }
   Fn* get() const {
     Fn* fn = fn_.load(std::memory_order_relaxed);
-    return fn ? fn : resolve();
+    return fn == nullptr || fn == first_call_ ? resolve() : fn;
+  }
+  Fn* resolve() const {
+    Fn* fn = reinterpret_cast<Fn*>(dlsym(RTLD_NEXT, name_));
+    if (fn == nullptr) fn = fallback_;
+    fn_.store(fn, std::memory_order_relaxed);
+    return fn;
   }
 
  private:
@@ -34,27 +78,26 @@ class RealFunction {
     return resolve()(args...);
   }
 
-  Fn* resolve() const {
-    Fn* fn = reinterpret_cast<Fn*>(dlsym(RTLD_NEXT, name_));
-    if (fn == nullptr) fn = fallback_;
-    fn_.store(fn, std::memory_order_relaxed);
-    return fn;
-  }
-
   const char* name_;
   Fn* fallback_;
-  mutable std::atomic<Fn*> fn_{nullptr};
+  Fn* first_call_;
+  mutable std::atomic<Fn*> fn_;
 };
+
+// The pointer a RealFunction<Fn> named `real` starts with.
+template <typename Fn, const RealFunction<Fn>& real>
+constexpr Fn* first_call() {
+  if constexpr (detail::FirstCall<Fn>::kAvailable) {
+    return &detail::FirstCall<Fn>::template call<real>;
+  } else {
+    return nullptr;
+  }
+}
 
 }  // namespace appendguard
 
 // Declares `real_NAME`, callable like NAME itself, for a function declared by the libc headers.
-#define APPENDGUARD_REAL(name)                                                 \
-  inline constinit ::appendguard::RealFunction<decltype(::name)> real_##name { \
-#name                                                                      \
-  }
-// The same, with a function that stands in where libc lacks `name` (older glibc).
-#define APPENDGUARD_REAL_OR(name, fallback)                                    \
-  inline constinit ::appendguard::RealFunction<decltype(::name)> real_##name { \
-#name, fallback                                                            \
+#define APPENDGUARD_REAL(name)                                                   \
+  inline constinit ::appendguard::RealFunction<decltype(::name)> real_##name {   \
+#name, nullptr, ::appendguard::first_call < decltype(::name), real_##name>() \
   }

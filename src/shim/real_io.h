@@ -51,9 +51,31 @@ constexpr Fn* real_fallback(std::string_view name) {
   return nullptr;
 }
 
+// The type a real function is called with: its own, but for open, open64, openat and openat64, whose
+// variadic mode is passed as the fixed argument it is on x86-64 (the System V ABI passes a variadic
+// integer in the register of the next fixed parameter; glibc's open reads it only with O_CREAT or
+// O_TMPFILE and does not read %al). The hooks take it the same way (hooks_open.cpp). Without a variadic
+// part the pointer can start at its first-call trampoline and is never null (real.h).
+template <typename Fn>
+struct RealCall {
+  using type = Fn;
+};
+template <>
+struct RealCall<int(const char*, int, ...)> {
+  using type = int(const char*, int, mode_t);
+};
+template <>
+struct RealCall<int(int, const char*, int, ...)> {
+  using type = int(int, const char*, int, mode_t);
+};
+template <typename Fn>
+using RealCallOf = typename RealCall<Fn>::type;
+
 // `real_NAME` for every row of interposed.def.
-#define INTERPOSED(name, kind, twin64, ret, params) \
-  inline constinit RealFunction<decltype(::name)> real_##name{#name, real_fallback<decltype(::name)>(#name)};
+#define INTERPOSED(name, kind, twin64, ret, params)                        \
+  inline constinit RealFunction<RealCallOf<decltype(::name)>> real_##name{ \
+      #name, real_fallback<RealCallOf<decltype(::name)>>(#name),           \
+      first_call<RealCallOf<decltype(::name)>, real_##name>()};
 #include "shim/interposed.def"
 
 // Not interposed, but called by the stdio hooks.

@@ -11,14 +11,15 @@
 
 #include "core/config.h"
 #include "core/file_table.h"
+#include "core/hidden.h"
 
 namespace appendguard {
 
 enum class RuntimeState : int { kUninitialized, kInitializing, kOff, kEnforce, kAudit };
 
-extern constinit std::atomic<int> g_runtime_state;
-extern constinit FileTable g_files;
-extern Config* g_config;  // valid once the state is kEnforce or kAudit
+extern APPENDGUARD_HIDDEN constinit std::atomic<int> g_runtime_state;
+extern APPENDGUARD_HIDDEN constinit FileTable g_files;
+extern APPENDGUARD_HIDDEN Config* g_config;  // valid once the state is kEnforce or kAudit
 
 // Reads the configuration on the first call (from our constructor or from an earlier hook).
 // Returns the mode in force; kOff while this very thread is still initializing.
@@ -35,7 +36,8 @@ inline Mode current_mode() {
 // How deeply this thread is inside our own code. Static TLS: the library is loaded at start-up.
 // constinit here too: without it every access from another file tests for a dynamic initializer (a TLS
 // wrapper call), on the path of every guarded call.
-extern __attribute__((tls_model("initial-exec"))) constinit thread_local int t_internal_depth;
+extern APPENDGUARD_HIDDEN
+    __attribute__((tls_model("initial-exec"))) constinit thread_local int t_internal_depth;
 
 // True while this thread runs our own code (reporting, initializing): hooks then pass straight through.
 struct InternalScope {
