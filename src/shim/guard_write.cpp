@@ -9,11 +9,11 @@
 namespace appendguard {
 namespace {
 
-const char* write_violation_reason(WriteVerdict verdict, const WriteRequest& request) {
+const char* write_violation_reason(WriteVerdict verdict, bool has_offset) {
   if (verdict == WriteVerdict::kNoAppendFlag) {
     return "RWF_NOAPPEND writes in place, bypassing O_APPEND; an append-only mount refuses it";
   }
-  return request.has_offset
+  return has_offset
              ? "the explicit offset is not the end of file; an append-only mount accepts only appends"
              : "the position is not the end of file (the program seeked away from the end); an append-only "
                "mount accepts only appends";
@@ -21,61 +21,58 @@ const char* write_violation_reason(WriteVerdict verdict, const WriteRequest& req
 
 }  // namespace
 
-bool refresh_shared_offset(int fd, Description* d, PositionState& state) {
+bool refresh_shared_offset(int fd, Description* d) {
   struct stat64 st;
-  if (real_fstat64(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) > state.end_of_file) {
-    state.end_of_file = static_cast<uint64_t>(st.st_size);  // the other process appended
-    d->file->end_of_file = state.end_of_file;
-  }
+  if (real_fstat64(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) > d->file->end_of_file)
+    d->file->end_of_file = static_cast<uint64_t>(st.st_size);  // the other process appended
   off64_t offset = real_lseek64(fd, 0, SEEK_CUR);
-  if (offset < 0 || static_cast<uint64_t>(offset) == state.position) return false;
-  state.position = static_cast<uint64_t>(offset);
-  d->position = state.position;
+  if (offset < 0 || static_cast<uint64_t>(offset) == d->position) return false;
+  d->position = static_cast<uint64_t>(offset);
   return true;
 }
 
-bool refuse_or_report_write(const char* operation, int fd, Description* d, WriteRequest request,
-                            const WriteCheck& check, uint64_t end_of_file, bool moved_by_another_process) {
-  const char* why = moved_by_another_process && !request.has_offset
+bool refuse_or_report_write(const char* operation, int fd, Description* d, const RefusedWrite& write) {
+  const bool moved_at_position = write.moved_by_another_process && !write.has_offset;
+  const char* why = moved_at_position
                         ? "the descriptor's offset, shared with another process (a fork, an inherited or a "
                           "received descriptor), was moved away from the end of file there; an append-only "
                           "mount accepts only appends"
-                        : write_violation_reason(check.verdict, request);
-  Violation v = violation_on(operation, fd, d, end_of_file, why)
-                    .with_count(request.count)
-                    .with_offset(static_cast<int64_t>(check.intended_offset));
-  v.landing_offset = check.landing_offset;
+                        : write_violation_reason(write.verdict, write.has_offset);
+  Violation v = violation_on(operation, fd, d, write.end_of_file, why)
+                    .with_count(write.count)
+                    .with_offset(static_cast<int64_t>(write.intended_offset));
+  v.landing_offset = write.landing_offset;
   // At the position: where a seek of this process moved it away from the end, if one did.
-  if (check.verdict == WriteVerdict::kNotAtEnd && !request.has_offset && !moved_by_another_process)
+  if (write.verdict == WriteVerdict::kNotAtEnd && !write.has_offset && !write.moved_by_another_process)
     v.left_end_at = &d->seek_site;
   if (raise_violation(v)) return true;
   int error = errno;
   if (tracing()) {
     trace_numbers(operation, fd, d->path, -1, error,
-                  {trace_unsigned("bytes", request.count), trace_unsigned("offset", check.intended_offset),
-                   trace_unsigned("end_of_file", end_of_file)},
+                  {trace_unsigned("bytes", write.count), trace_unsigned("offset", write.intended_offset),
+                   trace_unsigned("end_of_file", write.end_of_file)},
                   " (refused)");
   }
   errno = error;
   return false;
 }
 
-void trace_write(const char* operation, int fd, const Description* d, WriteRequest request,
-                 const WriteCheck& check, uint64_t end_of_file, ssize_t result) {
+void trace_write(const char* operation, int fd, const Description* d, uint64_t count,
+                 uint64_t intended_offset, uint64_t end_of_file, ssize_t result) {
   int error = errno;
   trace_numbers(operation, fd, d->path, result, error,
-                {trace_unsigned("bytes", request.count), trace_unsigned("offset", check.intended_offset),
+                {trace_unsigned("bytes", count), trace_unsigned("offset", intended_offset),
                  trace_unsigned("end_of_file", end_of_file)});
   errno = error;
 }
 
 ssize_t refuse_write_from_interrupting_handler(const char* operation, int fd, Description* d,
-                                               WriteRequest request) {
+                                               uint64_t count) {
   Violation v =
       violation_on(operation, fd, d, d->file->end_of_file,
                    "a signal handler writes to the file whose write it interrupted; the interrupted "
                    "write has not recorded its bytes yet, so this one cannot be placed at the end")
-          .with_count(request.count);
+          .with_count(count);
   raise_violation(v, ViolationKind::kUnplaceable);
   return -1;
 }

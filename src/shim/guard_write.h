@@ -22,19 +22,31 @@ ssize_t copy_by_write(int in_fd, off64_t* in_offset, int out_fd, off64_t* out_of
 
 // A signal handler writing to the file whose guarded call it interrupted: that call holds the file's
 // lock and has not recorded its own bytes yet, so this write cannot be placed. It is refused.
-ssize_t refuse_write_from_interrupting_handler(const char* operation, int fd, Description* d,
-                                               WriteRequest request);
+ssize_t refuse_write_from_interrupting_handler(const char* operation, int fd, Description* d, uint64_t count);
 
-// The parts of guarded_write that are not on the path of an allowed write.
-bool refuse_or_report_write(const char* operation, int fd, Description* d, WriteRequest request,
-                            const WriteCheck& check, uint64_t end_of_file, bool moved_by_another_process);
-void trace_write(const char* operation, int fd, const Description* d, WriteRequest request,
-                 const WriteCheck& check, uint64_t end_of_file, ssize_t result);
+// What a refused write's report needs, gathered only on that path.
+struct RefusedWrite {
+  uint64_t count;
+  bool has_offset;
+  WriteVerdict verdict;
+  uint64_t intended_offset;
+  uint64_t landing_offset;
+  uint64_t end_of_file;
+  bool moved_by_another_process;
+};
+
+// The parts of guarded_write that are not on the path of an allowed write. They take copies of the
+// fields they need, never the address of guarded_write's request, state or check: a structure whose
+// address leaves the function lives in memory, and the file lock's atomics then make every read of it on
+// the allowed path a load (the request's fields would no longer be constants).
+bool refuse_or_report_write(const char* operation, int fd, Description* d, const RefusedWrite& write);
+void trace_write(const char* operation, int fd, const Description* d, uint64_t count,
+                 uint64_t intended_offset, uint64_t end_of_file, ssize_t result);
 
 // A description whose kernel offset another process may have moved (shares_offset): reads the offset
-// and the size back before a write at the position, so that the check sees where the bytes would land.
-// Returns true if the offset had moved. File lock held.
-bool refresh_shared_offset(int fd, Description* d, PositionState& state);
+// and the size back before a write at the position, into `d` and its file, so that the check sees where
+// the bytes would land. Returns true if the offset had moved. File lock held.
+bool refresh_shared_offset(int fd, Description* d);
 
 template <typename Perform>
 [[gnu::always_inline]] inline ssize_t guarded_write(const char* operation, int fd, Description* d,
@@ -44,18 +56,19 @@ template <typename Perform>
   HeldFile file(fd, d);
   if (__builtin_expect(!file, 0)) {
     if (file.held_by_interrupted_call())
-      return refuse_write_from_interrupting_handler(operation, fd, d, request);
+      return refuse_write_from_interrupting_handler(operation, fd, d, request.count);
     return fail_on_closed_descriptor();
   }
+  const bool moved_by_another_process =
+      d->shares_offset.load(std::memory_order_relaxed) && refresh_shared_offset(fd, d);
   PositionState state = d->snapshot();
-  bool moved_by_another_process =
-      d->shares_offset.load(std::memory_order_relaxed) && refresh_shared_offset(fd, d, state);
   WriteCheck check = check_write(state, request, g_config->mode == Mode::kEnforce);
   if (__builtin_expect(check.verdict != WriteVerdict::kAllowed, 0)) {
     file.release();
-    if (!refuse_or_report_write(operation, fd, d, request, check, state.end_of_file,
-                                moved_by_another_process))
-      return -1;
+    const RefusedWrite refused{request.count,           request.has_offset,   check.verdict,
+                               check.intended_offset,   check.landing_offset, state.end_of_file,
+                               moved_by_another_process};
+    if (!refuse_or_report_write(operation, fd, d, refused)) return -1;
     file.reacquire(fd, d);
     if (!file) return fail_on_closed_descriptor();
     state = d->snapshot();
@@ -71,7 +84,7 @@ template <typename Perform>
   file.release();
   if (__builtin_expect(result < 0, 0)) note_failed_guarded_call(operation, fd, d, errno);
   if (__builtin_expect(tracing(), 0))
-    trace_write(operation, fd, d, request, check, state.end_of_file, result);
+    trace_write(operation, fd, d, request.count, check.intended_offset, state.end_of_file, result);
   return result;
 }
 

@@ -8,9 +8,10 @@
 
 namespace appendguard::guarded {
 
-// The tracked path gets the description the untracked path found first, then the hook's own parameters.
-#define APPENDGUARD_WITH_DESCRIPTION(...) (::appendguard::Description * d, __VA_ARGS__)
-#define APPENDGUARD_PASS_DESCRIPTION(...) (d, __VA_ARGS__)
+// The tracked path gets the hook's own parameters, then the description the untracked path found: last,
+// so that the hook's arguments stay in their registers for the tail call.
+#define APPENDGUARD_WITH_DESCRIPTION(...) (__VA_ARGS__, ::appendguard::Description * d)
+#define APPENDGUARD_PASS_DESCRIPTION(...) (__VA_ARGS__, d)
 #define INTERPOSED_FD(name, kind, twin64, fd, ret, params, args) ret name APPENDGUARD_WITH_DESCRIPTION params;
 #include "shim/interposed.def"
 

@@ -13,11 +13,11 @@
 
 using namespace appendguard;
 
-off_t guarded::lseek(Description* d, int fd, off_t offset, int whence) {
+off_t guarded::lseek(int fd, off_t offset, int whence, Description* d) {
   return guarded_seek("lseek", fd, d, offset, whence, [&] { return real_lseek(fd, offset, whence); });
 }
 
-off64_t guarded::lseek64(Description* d, int fd, off64_t offset, int whence) {
+off64_t guarded::lseek64(int fd, off64_t offset, int whence, Description* d) {
   return guarded_seek("lseek64", fd, d, offset, whence, [&] { return real_lseek64(fd, offset, whence); });
 }
 
@@ -65,14 +65,14 @@ void note_sync(Description* d) {
 
 // fsync and fdatasync are passed through; on guarded files the trace shows them, since FUSE mounts report
 // flush errors there.
-int guarded::fsync(Description* d, int fd) {
+int guarded::fsync(int fd, Description* d) {
   note_sync(d);
   int result = real_fsync(fd);
   if (tracing()) keep_errno([&](int error) { trace("fsync", fd, d->path, result, error, "%s", ""); });
   return result;
 }
 
-int guarded::fdatasync(Description* d, int fd) {
+int guarded::fdatasync(int fd, Description* d) {
   note_sync(d);
   int result = real_fdatasync(fd);
   if (tracing()) keep_errno([&](int error) { trace("fdatasync", fd, d->path, result, error, "%s", ""); });

@@ -33,30 +33,30 @@ int stat_and_note(const char* operation, const Description* d, int fd, Stat* st,
 
 }  // namespace
 
-int guarded::ftruncate(Description* d, int fd, off_t length) {
+int guarded::ftruncate(int fd, off_t length, Description* d) {
   return guarded_resize("ftruncate", fd, d, Resize::truncation(length),
                         [&] { return real_ftruncate(fd, length); });
 }
 
-int guarded::ftruncate64(Description* d, int fd, off64_t length) {
+int guarded::ftruncate64(int fd, off64_t length, Description* d) {
   return guarded_resize("ftruncate64", fd, d, Resize::truncation(length),
                         [&] { return real_ftruncate64(fd, length); });
 }
 
 // fstat of a file whose preallocation was deferred reports the size the program was promised.
-int guarded::fstat(Description* d, int fd, struct stat* st) {
+int guarded::fstat(int fd, struct stat* st, Description* d) {
   return stat_and_note("fstat", d, fd, st, [&] { return real_fstat(fd, st); });
 }
 
-int guarded::fstat64(Description* d, int fd, struct stat64* st) {
+int guarded::fstat64(int fd, struct stat64* st, Description* d) {
   return stat_and_note("fstat64", d, fd, st, [&] { return real_fstat64(fd, st); });
 }
 
-int guarded::__fxstat(Description* d, int version, int fd, struct stat* st) {
+int guarded::__fxstat(int version, int fd, struct stat* st, Description* d) {
   return stat_and_note("__fxstat", d, fd, st, [&] { return real___fxstat(version, fd, st); });
 }
 
-int guarded::__fxstat64(Description* d, int version, int fd, struct stat64* st) {
+int guarded::__fxstat64(int version, int fd, struct stat64* st, Description* d) {
   return stat_and_note("__fxstat64", d, fd, st, [&] { return real___fxstat64(version, fd, st); });
 }
 
@@ -68,22 +68,22 @@ APPENDGUARD_HOOK int truncate64(const char* path, off64_t length) {
   return truncate_hook("truncate64", path, length, [&] { return real_truncate64(path, length); });
 }
 
-int guarded::fallocate(Description* d, int fd, int mode, off_t offset, off_t length) {
+int guarded::fallocate(int fd, int mode, off_t offset, off_t length, Description* d) {
   return guarded_resize("fallocate", fd, d, Resize::allocation(offset, length, mode, false),
                         [&] { return real_fallocate(fd, mode, offset, length); });
 }
 
-int guarded::fallocate64(Description* d, int fd, int mode, off64_t offset, off64_t length) {
+int guarded::fallocate64(int fd, int mode, off64_t offset, off64_t length, Description* d) {
   return guarded_resize("fallocate64", fd, d, Resize::allocation(offset, length, mode, false),
                         [&] { return real_fallocate64(fd, mode, offset, length); });
 }
 
-int guarded::posix_fallocate(Description* d, int fd, off_t offset, off_t length) {
+int guarded::posix_fallocate(int fd, off_t offset, off_t length, Description* d) {
   return guarded_resize("posix_fallocate", fd, d, Resize::allocation(offset, length, 0, true),
                         [&] { return real_posix_fallocate(fd, offset, length); });
 }
 
-int guarded::posix_fallocate64(Description* d, int fd, off64_t offset, off64_t length) {
+int guarded::posix_fallocate64(int fd, off64_t offset, off64_t length, Description* d) {
   return guarded_resize("posix_fallocate64", fd, d, Resize::allocation(offset, length, 0, true),
                         [&] { return real_posix_fallocate64(fd, offset, length); });
 }

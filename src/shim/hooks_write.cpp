@@ -43,71 +43,71 @@ bool copies_by_write(const Description* d) {
 
 }  // namespace
 
-ssize_t guarded::write(Description* d, int fd, const void* buf, size_t count) {
+ssize_t guarded::write(int fd, const void* buf, size_t count, Description* d) {
   return guarded_write("write", fd, d, WriteRequest::at_position(count),
                        [&] { return real_write(fd, buf, count); });
 }
 
-ssize_t guarded::pwrite(Description* d, int fd, const void* buf, size_t count, off_t offset) {
+ssize_t guarded::pwrite(int fd, const void* buf, size_t count, off_t offset, Description* d) {
   return guarded_write("pwrite", fd, d, WriteRequest::at_offset(count, offset),
                        [&] { return real_pwrite(fd, buf, count, offset); });
 }
 
-ssize_t guarded::pwrite64(Description* d, int fd, const void* buf, size_t count, off64_t offset) {
+ssize_t guarded::pwrite64(int fd, const void* buf, size_t count, off64_t offset, Description* d) {
   return guarded_write("pwrite64", fd, d, WriteRequest::at_offset(count, offset),
                        [&] { return real_pwrite64(fd, buf, count, offset); });
 }
 
-ssize_t guarded::writev(Description* d, int fd, const iovec* iov, int iovcnt) {
+ssize_t guarded::writev(int fd, const iovec* iov, int iovcnt, Description* d) {
   return guarded_write("writev", fd, d, WriteRequest::at_position(iov_total(iov, iovcnt)),
                        [&] { return real_writev(fd, iov, iovcnt); });
 }
 
-ssize_t guarded::pwritev(Description* d, int fd, const iovec* iov, int iovcnt, off_t offset) {
+ssize_t guarded::pwritev(int fd, const iovec* iov, int iovcnt, off_t offset, Description* d) {
   return guarded_write("pwritev", fd, d, WriteRequest::at_offset(iov_total(iov, iovcnt), offset),
                        [&] { return real_pwritev(fd, iov, iovcnt, offset); });
 }
 
-ssize_t guarded::pwritev64(Description* d, int fd, const iovec* iov, int iovcnt, off64_t offset) {
+ssize_t guarded::pwritev64(int fd, const iovec* iov, int iovcnt, off64_t offset, Description* d) {
   return guarded_write("pwritev64", fd, d, WriteRequest::at_offset(iov_total(iov, iovcnt), offset),
                        [&] { return real_pwritev64(fd, iov, iovcnt, offset); });
 }
 
-ssize_t guarded::pwritev2(Description* d, int fd, const iovec* iov, int iovcnt, off_t offset, int flags) {
+ssize_t guarded::pwritev2(int fd, const iovec* iov, int iovcnt, off_t offset, int flags, Description* d) {
   return guarded_write("pwritev2", fd, d, for_pwritev2(iov_total(iov, iovcnt), offset, flags),
                        [&] { return real_pwritev2(fd, iov, iovcnt, offset, flags); });
 }
 
-ssize_t guarded::pwritev64v2(Description* d, int fd, const iovec* iov, int iovcnt, off64_t offset,
-                             int flags) {
+ssize_t guarded::pwritev64v2(int fd, const iovec* iov, int iovcnt, off64_t offset, int flags,
+                             Description* d) {
   return guarded_write("pwritev64v2", fd, d, for_pwritev2(iov_total(iov, iovcnt), offset, flags),
                        [&] { return real_pwritev64v2(fd, iov, iovcnt, offset, flags); });
 }
 
-ssize_t guarded::sendfile(Description* d, int out_fd, int in_fd, off_t* offset, size_t count) {
+ssize_t guarded::sendfile(int out_fd, int in_fd, off_t* offset, size_t count, Description* d) {
   return guarded_write("sendfile", out_fd, d, WriteRequest::at_position(count), [&]() -> ssize_t {
     if (copies_by_write(d)) return copy_by_write(in_fd, offset, out_fd, nullptr, count);
     return real_sendfile(out_fd, in_fd, offset, count);
   });
 }
 
-ssize_t guarded::sendfile64(Description* d, int out_fd, int in_fd, off64_t* offset, size_t count) {
+ssize_t guarded::sendfile64(int out_fd, int in_fd, off64_t* offset, size_t count, Description* d) {
   return guarded_write("sendfile64", out_fd, d, WriteRequest::at_position(count), [&]() -> ssize_t {
     if (copies_by_write(d)) return copy_by_write(in_fd, offset, out_fd, nullptr, count);
     return real_sendfile64(out_fd, in_fd, offset, count);
   });
 }
 
-ssize_t guarded::copy_file_range(Description* d, int in_fd, off64_t* in_offset, int out_fd,
-                                 off64_t* out_offset, size_t count, unsigned int flags) {
+ssize_t guarded::copy_file_range(int in_fd, off64_t* in_offset, int out_fd, off64_t* out_offset, size_t count,
+                                 unsigned int flags, Description* d) {
   return guarded_write("copy_file_range", out_fd, d, for_copy(count, out_offset), [&]() -> ssize_t {
     if (copies_by_write(d)) return copy_by_write(in_fd, in_offset, out_fd, out_offset, count);
     return real_copy_file_range(in_fd, in_offset, out_fd, out_offset, count, flags);
   });
 }
 
-ssize_t guarded::splice(Description* d, int in_fd, off64_t* in_offset, int out_fd, off64_t* out_offset,
-                        size_t count, unsigned int flags) {
+ssize_t guarded::splice(int in_fd, off64_t* in_offset, int out_fd, off64_t* out_offset, size_t count,
+                        unsigned int flags, Description* d) {
   return guarded_write("splice", out_fd, d, for_copy(count, out_offset), [&]() -> ssize_t {
     if (copies_by_write(d)) return copy_by_write(in_fd, in_offset, out_fd, out_offset, count);
     return real_splice(in_fd, in_offset, out_fd, out_offset, count, flags);
