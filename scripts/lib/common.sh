@@ -12,7 +12,7 @@ APPENDGUARD_BUILD="${APPENDGUARD_BUILD_DIR:-$APPENDGUARD_REPO/build}"
 # clang-tidy (lint.clang_tidy); strace: scripts/bench sets tracing beside `strace -f`; GCC's sanitizer runtimes come
 # with g++ (libasan8, libubsan1, libtsan2).
 APPENDGUARD_PACKAGES=(cmake g++ make pkg-config libfmt-dev libunwind-dev catch2 libfuse3-dev fuse3 python3
-  python3-venv clang-format rclone e2fsprogs clang libclang-rt-14-dev clang-tidy strace)
+  python3-venv clang-format rclone e2fsprogs clang libclang-rt-14-dev clang-tidy strace valgrind)
 
 say() { printf '==> %s\n' "$*"; }
 

@@ -95,9 +95,3 @@ constexpr Fn* first_call() {
 }
 
 }  // namespace appendguard
-
-// Declares `real_NAME`, callable like NAME itself, for a function declared by the libc headers.
-#define APPENDGUARD_REAL(name)                                                   \
-  inline constinit ::appendguard::RealFunction<decltype(::name)> real_##name {   \
-#name, nullptr, ::appendguard::first_call < decltype(::name), real_##name>() \
-  }

@@ -52,10 +52,11 @@ constexpr Fn* real_fallback(std::string_view name) {
 }
 
 // The type a real function is called with: its own, but for open, open64, openat and openat64, whose
-// variadic mode is passed as the fixed argument it is on x86-64 (the System V ABI passes a variadic
-// integer in the register of the next fixed parameter; glibc's open reads it only with O_CREAT or
-// O_TMPFILE and does not read %al). The hooks take it the same way (hooks_open.cpp). Without a variadic
-// part the pointer can start at its first-call trampoline and is never null (real.h).
+// variadic mode is passed as the fixed argument it is on x86-64: the System V ABI passes a variadic
+// integer in the register of the next fixed parameter, and %al, which a variadic call sets to the number
+// of vector registers used, only tells the callee whether to save vector registers it never reads. glibc's
+// open reads the mode only with O_CREAT or O_TMPFILE. The hooks take it the same way (hooks_open.cpp).
+// Without a variadic part the pointer can start at its first-call trampoline and is never null (real.h).
 template <typename Fn>
 struct RealCall {
   using type = Fn;
@@ -71,15 +72,18 @@ struct RealCall<int(int, const char*, int, ...)> {
 template <typename Fn>
 using RealCallOf = typename RealCall<Fn>::type;
 
-// `real_NAME` for every row of interposed.def.
-#define INTERPOSED(name, kind, twin64, ret, params)                        \
+// Declares `real_NAME`, callable like NAME itself, for a function declared by the libc headers.
+#define APPENDGUARD_REAL_FUNCTION(name)                                    \
   inline constinit RealFunction<RealCallOf<decltype(::name)>> real_##name{ \
       #name, real_fallback<RealCallOf<decltype(::name)>>(#name),           \
       first_call<RealCallOf<decltype(::name)>, real_##name>()};
+
+// `real_NAME` for every row of interposed.def.
+#define INTERPOSED(name, kind, twin64, ret, params) APPENDGUARD_REAL_FUNCTION(name)
 #include "shim/interposed.def"
 
 // Not interposed, but called by the stdio hooks.
-APPENDGUARD_REAL(fflush);
+APPENDGUARD_REAL_FUNCTION(fflush)
 
 }  // namespace appendguard
 

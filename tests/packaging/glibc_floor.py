@@ -93,7 +93,7 @@ def main():
     missing = sorted(name for name in self_called_exports(library) if name not in old and name not in HAVE_FALLBACK)
     if missing:
         failures.append(f"{library} calls its own hooks {', '.join(missing)}, which glibc 2.17 lacks: "
-                        "dlsym(RTLD_NEXT) would find nothing; add a fallback (APPENDGUARD_REAL_OR)")
+                        "dlsym(RTLD_NEXT) would find nothing; add a fallback (real_fallback in src/shim/real_io.h)")
     for failure in failures:
         print(f"FAIL: {failure}")
     return 1 if failures else 0
