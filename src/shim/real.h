@@ -43,14 +43,11 @@ template <typename Fn>
 class RealFunction {
  public:
   // `fallback` stands in where libc has no such name: fstat64 became a libc function only in glibc 2.33,
-  // and our own code calls it (docs/design.md, "glibc floor"). `first_call` is detail::FirstCall's
-  // function for this very object; variadic functions have none (their arguments cannot be forwarded)
-  // and start null instead, tested on every call.
-  explicit constexpr RealFunction(const char* name, Fn* fallback, Fn* first_call = nullptr)
-      : name_(name), fallback_(fallback), first_call_(first_call), fn_(first_call) {
-    // Not a constant expression, so a constinit object without its first call does not compile.
-    if (detail::FirstCall<Fn>::kAvailable && first_call == nullptr) __builtin_trap();
-  }
+  // and our own code calls it (docs/design.md, "glibc floor"). `first_call` is first_call<Fn, object>()
+  // for this very object: detail::FirstCall's function, or null for a variadic function (its arguments
+  // cannot be forwarded), which is then tested on every call.
+  constexpr RealFunction(const char* name, Fn* fallback, Fn* first_call)
+      : name_(name), fallback_(fallback), first_call_(first_call), fn_(first_call) {}
 
   template <typename... Args>
   auto operator()(Args... args) const {
