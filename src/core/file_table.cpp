@@ -165,6 +165,9 @@ void FileTable::release_file(TrackedFile* file) {
       break;
     }
   }
+  // No call is writing to it: its last description is recycled only once no guarded call pins it.
+  released_writes_.writes += file->writes.exchange(0, std::memory_order_relaxed);
+  released_writes_.bytes += file->bytes_written.exchange(0, std::memory_order_relaxed);
   file->next_free = free_files_;
   free_files_ = file;
 }
@@ -286,9 +289,24 @@ void FileTable::after_fork_parent() {
   set_signal_mask(SIG_SETMASK, &old, nullptr);
 }
 
+WriteTotals FileTable::write_totals() {
+  RegistryGuard guard(registry_);
+  WriteTotals totals = released_writes_;
+  for (size_t i = 0; i < live_file_count_; ++i) {
+    totals.writes += live_files_[i]->writes.load(std::memory_order_relaxed);
+    totals.bytes += live_files_[i]->bytes_written.load(std::memory_order_relaxed);
+  }
+  return totals;
+}
+
 void FileTable::after_fork_child() {
   registry_.reset_in_child();
-  for (size_t i = 0; i < live_file_count_; ++i) live_files_[i]->lock.reset_in_child();
+  released_writes_ = {};  // the child's summary counts its own writes
+  for (size_t i = 0; i < live_file_count_; ++i) {
+    live_files_[i]->lock.reset_in_child();
+    live_files_[i]->writes.store(0, std::memory_order_relaxed);
+    live_files_[i]->bytes_written.store(0, std::memory_order_relaxed);
+  }
   mark_offsets_shared();
   set_signal_mask(SIG_SETMASK, &mask_before_fork_, nullptr);
 }

@@ -12,10 +12,10 @@ namespace appendguard {
 
 constinit SummaryCounters g_summary;
 
-SummaryValues read_summary(const SummaryCounters& c) {
+SummaryValues read_summary(const SummaryCounters& c, const WriteTotals& writes) {
   auto get = [](const std::atomic<uint64_t>& v) { return v.load(std::memory_order_relaxed); };
-  return SummaryValues{get(c.guarded_opens), get(c.rewritten_opens), get(c.writes),
-                       get(c.bytes),         get(c.violations),      get(c.fixed_by_enforce),
+  return SummaryValues{get(c.guarded_opens), get(c.rewritten_opens), writes.writes,
+                       writes.bytes,         get(c.violations),      get(c.fixed_by_enforce),
                        get(c.refused_bytes), get(c.held_sessions)};
 }
 
@@ -42,8 +42,10 @@ void format_summary_json(TextBuffer& out, const SummaryValues& v, pid_t pid, con
 
 namespace {
 
+WriteTotals (*g_write_totals)() = nullptr;
+
 void write_summary() {
-  SummaryValues v = read_summary(g_summary);
+  SummaryValues v = read_summary(g_summary, g_write_totals());
   if (v.guarded_opens == 0 && v.violations == 0 && v.fixed_by_enforce == 0) return;  // touched none
   char host[256] = "unknown";
   gethostname(host, sizeof host - 1);
@@ -60,7 +62,8 @@ void write_summary() {
 
 }  // namespace
 
-void enable_summary_at_exit() {
+void enable_summary_at_exit(WriteTotals (*write_totals)()) {
+  g_write_totals = write_totals;
   atexit(write_summary);
 }
 

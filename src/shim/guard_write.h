@@ -7,7 +7,6 @@
 
 #include "core/eof_rule.h"
 #include "core/file_table.h"
-#include "report/summary.h"
 #include "shim/held_file.h"
 #include "shim/real_io.h"
 #include "shim/store_refusal.h"
@@ -78,8 +77,7 @@ template <typename Perform>
   if (result > 0) {
     apply_write(state, request, check.landing_offset, static_cast<uint64_t>(result));
     d->store(state);
-    count_event(g_summary.writes);
-    count_event(g_summary.bytes, static_cast<uint64_t>(result));
+    file->count_write(static_cast<uint64_t>(result));
   }
   file.release();
   if (__builtin_expect(result < 0, 0)) note_failed_guarded_call(operation, fd, d, errno);

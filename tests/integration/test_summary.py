@@ -65,6 +65,40 @@ class SummaryTest(TempDirTest):
         self.assertEqual(s["violations"], "1")
         self.assertEqual(s["fixed_by_enforce"], "1")
 
+    def test_writes_and_bytes_of_closed_and_open_files_from_threads_and_a_fork_child(self):
+        # Writes are counted per file under its lock and added up at exit: files closed before exit, one
+        # left open, four writing threads; a fork child counts only its own writes.
+        script = """
+import os, sys, threading
+d = sys.argv[1]
+def writer(i):
+    with open(os.path.join(d, f"t{i}.safetensors"), "wb", buffering=0) as f:
+        for _ in range(100):
+            f.write(b"x" * 10)
+threads = [threading.Thread(target=writer, args=(i,)) for i in range(4)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+left_open = open(os.path.join(d, "open.safetensors"), "wb", buffering=0)
+left_open.write(b"y" * 7)
+pid = os.fork()
+if pid == 0:
+    with open(os.path.join(d, "child.safetensors"), "wb", buffering=0) as f:
+        f.write(b"z" * 3)
+    sys.exit(0)
+os.waitpid(pid, 0)
+print(os.getpid())
+"""
+        proc = run([PYTHON, "-c", script, self.dir], APPENDGUARD_SUMMARY="1")
+        self.assertOk(proc)
+        parent = proc.stdout.strip()
+        by_pid = {s["pid"]: s for s in summaries(proc.stderr)}
+        self.assertEqual(len(by_pid), 2, proc.stderr)
+        [child] = [pid for pid in by_pid if pid != parent]
+        self.assertEqual((by_pid[parent]["writes"], by_pid[parent]["bytes"]), ("401", "4007"), proc.stderr)
+        self.assertEqual((by_pid[child]["writes"], by_pid[child]["bytes"]), ("1", "3"), proc.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -142,3 +142,33 @@ TEST_CASE("a number the program closed that a held session keeps: a taken slot t
   CHECK(table->forget(5));
   CHECK(table->forget(7));
 }
+
+TEST_CASE("write totals add up the files released and the files still open, and a fork child starts at 0") {
+  auto table = std::make_unique<FileTable>();
+  Description* a = table->track(3, record("/a", 81, 0));
+  Description* b = table->track(4, record("/b", 82, 0));
+  REQUIRE(a != nullptr);
+  REQUIRE(b != nullptr);
+  a->file->count_write(10);
+  a->file->count_write(20);
+  b->file->count_write(5);
+  WriteTotals totals = table->write_totals();
+  CHECK(totals.writes == 3);
+  CHECK(totals.bytes == 35);
+  CHECK(table->forget(3));  // /a released: its counts are kept by the table
+  totals = table->write_totals();
+  CHECK(totals.writes == 3);
+  CHECK(totals.bytes == 35);
+  Description* again = table->track(5, record("/c", 83, 0));  // may recycle /a's file record
+  REQUIRE(again != nullptr);
+  CHECK(again->file->writes.load() == 0);
+  again->file->count_write(1);
+  totals = table->write_totals();
+  CHECK(totals.writes == 4);
+  CHECK(totals.bytes == 36);
+  table->before_fork();
+  table->after_fork_child();
+  totals = table->write_totals();
+  CHECK(totals.writes == 0);
+  CHECK(totals.bytes == 0);
+}
