@@ -110,9 +110,8 @@ void initialize() {
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
   load_mount_table();
   adopt_inherited_descriptors();
-  if (g_config->summary)
-    enable_summary_at_exit(
-        [] { return g_files.write_totals(); });  // before: runs after the reservations are filled
+  // Registered before the handlers below, so it runs after them: after the reservations are filled.
+  if (g_config->summary) enable_summary_at_exit([] { return g_files.write_totals(); });
   // Registered after the summary, before the handlers that trace: runs after them and before the summary.
   if (g_config->trace) atexit(flush_traces_at_exit);
   atexit(fill_reservations_at_exit);
