@@ -137,6 +137,29 @@ std::string check_configuration(const LaunchPlan& plan) {
   return configuration_of(plan).error;
 }
 
+// What launcher_warning needs: the program (symlinks followed: /usr/bin/mpirun is Open MPI's or MPICH's),
+// the environment the command gets, and regular files (hostfiles, .deepspeed_env, a Ray runtime env).
+LauncherContext launcher_context(const LaunchPlan& plan) {
+  LauncherContext context;
+  if (std::string program = find_in_path(plan.command[0]); !program.empty()) {
+    char resolved[PATH_MAX];
+    context.program = realpath(program.c_str(), resolved) ? resolved : program;
+  }
+  for (char** e = environ; *e; ++e) {
+    std::string entry = *e;
+    if (size_t eq = entry.find('='); eq != std::string::npos) {
+      context.environment[entry.substr(0, eq)] = entry.substr(eq + 1);
+    }
+  }
+  for (const auto& [name, value] : plan.environment) context.environment[name] = value;
+  context.read_file = [](const std::string& path) -> std::optional<std::string> {
+    InputFile file = read_regular_file(path);
+    if (!file.ok) return std::nullopt;
+    return file.data;
+  };
+  return context;
+}
+
 int run(const std::vector<std::string>& args) {
   std::string library = find_library();
   if (library.empty() || !is_file(library)) {
@@ -158,6 +181,9 @@ int run(const std::vector<std::string>& args) {
     if (std::string warning = coverage_warning(program); !warning.empty()) {
       std::fprintf(stderr, "%s\n", warning.c_str());
     }
+  }
+  if (std::string warning = launcher_warning(parse.plan.command, launcher_context(parse.plan)); !warning.empty()) {
+    std::fprintf(stderr, "%s\n", warning.c_str());
   }
   for (const auto& [name, value] : parse.plan.environment) setenv(name.c_str(), value.c_str(), 1);
   std::vector<char*> argv;
