@@ -14,6 +14,7 @@ Every process a test starts carries AG_LAUNCHERS_RUN=<id> in its environment; af
 processes still carrying it (a daemon, an orphaned worker) are killed and the test fails naming them.
 Without a launcher or the client interpreter the tests skip (77), or fail under
 APPENDGUARD_REQUIRE_REAL_CLIENTS=1 or APPENDGUARD_REQUIRE_FUSE=1 (CI)."""
+import hashlib
 import json
 import os
 import re
@@ -184,7 +185,8 @@ class LauncherTest(MountTest):
         self.work = self.path("work")
         self.logs = self.path("logs")
         self.bin = self.path("bin")
-        for d in (self.work, self.logs, self.bin):
+        self.tmp = self.path("tmp")  # torchrun's agent leaves a torchelastic_* folder there
+        for d in (self.work, self.logs, self.bin, self.tmp):
             os.makedirs(d)
         shutil.copy(TRAIN, self.work)
         os.symlink(LAUNCHER, os.path.join(self.bin, "appendguard"))
@@ -201,7 +203,7 @@ class LauncherTest(MountTest):
         env = {k: v for k, v in os.environ.items() if not k.startswith("APPENDGUARD") and k != "LD_PRELOAD"}
         env.update(PATH=os.pathsep.join([self.bin, client_bin(), env.get("PATH", "/usr/bin:/bin")]),
                    HF_HOME=self.path("hf"), HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1",
-                   HOME=self.work, PYTHONHASHSEED=HASH_SEED)
+                   HOME=self.work, PYTHONHASHSEED=HASH_SEED, TMPDIR=self.tmp)
         env[MARKER] = self.run_id
         env.update(extra)
         return env
@@ -245,10 +247,15 @@ class LauncherTest(MountTest):
 
     @classmethod
     def reference(cls):
-        """{path: bytes} that train.py's ranks 0 and 1 write on a local folder, with no launcher or library."""
+        """{path: bytes} that train.py's ranks 0 and 1 write on a local folder, with no launcher or library.
+        Computed once and kept in the temporary folder (keyed by train.py's and the interpreter's identity),
+        so that the launchers tests share one reference run."""
         if cls.reference_files is None:
-            out = tempfile.mkdtemp(prefix="launchers-reference-")
-            try:
+            with open(TRAIN, "rb") as f:
+                key = hashlib.sha256(f.read() + CLIENT_PYTHON.encode() + HASH_SEED.encode()).hexdigest()[:16]
+            kept = os.path.join(tempfile.gettempdir(), f"launchers-reference-{key}")
+            if not os.path.isdir(kept):
+                out = tempfile.mkdtemp(prefix="launchers-reference-")
                 env = {k: v for k, v in os.environ.items() if not k.startswith("APPENDGUARD") and k != "LD_PRELOAD"}
                 env["PYTHONHASHSEED"] = HASH_SEED
                 procs = [subprocess.Popen([CLIENT_PYTHON, TRAIN, "--save-dir", out], env=dict(env, RANK=str(r)),
@@ -257,10 +264,13 @@ class LauncherTest(MountTest):
                 for p in procs:
                     stdout, stderr = p.communicate(timeout=300)
                     if p.returncode != 0:
+                        shutil.rmtree(out, True)
                         raise AssertionError(f"the local reference run failed:\n{stdout}\n{stderr}")
-                LauncherTest.reference_files = files_of(out)
-            finally:
-                shutil.rmtree(out, True)
+                try:
+                    os.rename(out, kept)  # atomic: another test may have kept its own meanwhile
+                except OSError:
+                    shutil.rmtree(out, True)
+            LauncherTest.reference_files = files_of(kept)
         return LauncherTest.reference_files
 
     def check_ranks(self, proc, backing_root=None, logs=True, summary=True):
