@@ -193,20 +193,22 @@ bool has_word(const std::vector<std::string>& args, std::string_view word) {
 }
 
 // "A, B and C" of the needed names missing from `passed` (names, with or without "=value").
-std::vector<std::string> missing_from(const std::vector<std::string>& needed, const std::vector<std::string>& passed) {
+std::vector<std::string> missing_from(const std::vector<std::string>& needed,
+                                      const std::vector<std::string>& passed) {
   std::vector<std::string> missing;
   for (const std::string& name : needed) {
-    bool found = std::any_of(passed.begin(), passed.end(), [&](const std::string& p) {
-      return p.substr(0, p.find('=')) == name;
-    });
+    bool found = std::any_of(passed.begin(), passed.end(),
+                             [&](const std::string& p) { return p.substr(0, p.find('=')) == name; });
     if (!found) missing.push_back(name);
   }
   return missing;
 }
 
-std::string joined(const std::vector<std::string>& words, std::string_view prefix, std::string_view separator) {
+std::string joined(const std::vector<std::string>& words, std::string_view prefix,
+                   std::string_view separator) {
   std::string text;
-  for (const std::string& w : words) text += (text.empty() ? "" : std::string(separator)) + std::string(prefix) + w;
+  for (const std::string& w : words)
+    text += (text.empty() ? "" : std::string(separator)) + std::string(prefix) + w;
   return text;
 }
 
@@ -238,8 +240,8 @@ std::string open_mpi_warning(const std::vector<std::string>& command, const Laun
   std::vector<std::string> missing = missing_from(needed_variables(context), exported);
   if (missing.empty()) return {};
   return "appendguard run: Open MPI's " + base_name(command[0]) +
-         " passes to ranks on other nodes only the variables named with -x: add " + joined(missing, "-x ", " ") +
-         ", or start each rank with `" + base_name(command[0]) +
+         " passes to ranks on other nodes only the variables named with -x: add " +
+         joined(missing, "-x ", " ") + ", or start each rank with `" + base_name(command[0]) +
          " ... appendguard run -- COMMAND` (docs/launching.md)";
 }
 
@@ -260,7 +262,8 @@ std::string slurm_warning(const std::vector<std::string>& command, const Launche
   if (missing.empty()) return {};
   return "appendguard run: " + name + " with export list '" + *exports + "' (" +
          (option_value(command, "--export") ? std::string("--export") : std::string(variable)) +
-         ") does not pass " + joined(missing, "", ", ") + " to the job: use --export=ALL or add them to the list "
+         ") does not pass " + joined(missing, "", ", ") +
+         " to the job: use --export=ALL or add them to the list "
          "(docs/launching.md)";
 }
 
@@ -272,13 +275,15 @@ std::string deepspeed_warning(const std::vector<std::string>& command, const Lau
   if (!hostfile) hostfile = option_value(command, "-H");
   std::optional<std::string> nodes = option_value(command, "--num_nodes");
   bool multi = has_word(command, "--force_multi") || (nodes && *nodes != "1" && *nodes != "-1") ||
-               (hostfile && context.read_file(*hostfile)) || (!hostfile && context.read_file("/job/hostfile"));
+               (hostfile && context.read_file(*hostfile)) ||
+               (!hostfile && context.read_file("/job/hostfile"));
   if (!multi) return {};
   auto env_file = context.environment.find("DS_ENV_FILE");
   const std::string file_name = env_file == context.environment.end() ? ".deepspeed_env" : env_file->second;
   std::vector<std::string> listed;
   auto home = context.environment.find("HOME");
-  for (const std::string& dir : {home == context.environment.end() ? std::string() : home->second, std::string(".")}) {
+  for (const std::string& dir :
+       {home == context.environment.end() ? std::string() : home->second, std::string(".")}) {
     if (dir.empty()) continue;
     if (std::optional<std::string> text = context.read_file(dir + "/" + file_name)) {
       for (std::string& line : split(*text, '\n')) listed.push_back(std::move(line));
@@ -287,8 +292,9 @@ std::string deepspeed_warning(const std::vector<std::string>& command, const Lau
   std::vector<std::string> missing = missing_from(needed_variables(context), listed);
   if (missing.empty()) return {};
   return "appendguard run: deepspeed's multi-node launcher passes on only some variables (NCCL_*, PYTHON*, "
-         "...) and the NAME=VALUE lines of " + file_name + " in ~ or the working directory: add " +
-         joined(missing, "", ", ") + " there (docs/launching.md)";
+         "...) and the NAME=VALUE lines of " +
+         file_name + " in ~ or the working directory: add " + joined(missing, "", ", ") +
+         " there (docs/launching.md)";
 }
 
 // `ray job submit` runs the job on the cluster, started by the cluster's processes, not by this one.
@@ -307,7 +313,9 @@ std::string ray_warning(const std::vector<std::string>& command, const LauncherC
   }
   if (missing.empty()) return {};
   return "appendguard run: `ray job submit` runs the job on the cluster, which does not inherit this "
-         "environment: give " + joined(missing, "", ", ") + " in its runtime env's env_vars "
+         "environment: give " +
+         joined(missing, "", ", ") +
+         " in its runtime env's env_vars "
          "(--runtime-env-json; docs/launching.md)";
 }
 

@@ -34,8 +34,8 @@ LaunchParse parse_run_arguments(const std::vector<std::string>& args, const std:
 
 // What `appendguard run` knows of the command it starts, to tell whether a launcher passes the library on.
 struct LauncherContext {
-  std::string program;                                // command[0] resolved in PATH (symlinks followed), or ""
-  std::map<std::string, std::string> environment;     // the environment the command starts with
+  std::string program;                             // command[0] resolved in PATH (symlinks followed), or ""
+  std::map<std::string, std::string> environment;  // the environment the command starts with
   std::function<std::optional<std::string>(const std::string&)> read_file;  // nullopt when absent
 };
 

@@ -182,7 +182,8 @@ int run(const std::vector<std::string>& args) {
       std::fprintf(stderr, "%s\n", warning.c_str());
     }
   }
-  if (std::string warning = launcher_warning(parse.plan.command, launcher_context(parse.plan)); !warning.empty()) {
+  if (std::string warning = launcher_warning(parse.plan.command, launcher_context(parse.plan));
+      !warning.empty()) {
     std::fprintf(stderr, "%s\n", warning.c_str());
   }
   for (const auto& [name, value] : parse.plan.environment) setenv(name.c_str(), value.c_str(), 1);

@@ -19,7 +19,7 @@ RECIPES = {
     ("Open MPI", 0): "test_mpirun.py",
     ("Open MPI", 1): "test_mpirun.py",
     ("DeepSpeed", 0): "test_deepspeed.py",
-    ("DeepSpeed", 1): None,  # several hosts reachable by ssh and pdsh
+    ("DeepSpeed", 1): "test_deepspeed.py",
     ("accelerate", 0): "test_accelerate.py",
     ("Ray", 0): "test_ray.py",
     ("Ray", 1): "test_ray.py",

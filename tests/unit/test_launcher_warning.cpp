@@ -18,16 +18,21 @@ struct Fixture {
 
   explicit Fixture(std::string program = "") {
     context.program = std::move(program);
-    context.environment = {{"LD_PRELOAD", "/lib/libappendguard.so"}, {"APPENDGUARD", "enforce"},
-                           {"APPENDGUARD_LOG", "/logs/ag-%r.log"}, {"HOME", "/home/u"},
-                           {"APPENDGUARD_LIBRARY", "/tooling/not-needed.so"}, {"PATH", "/usr/bin"}};
+    context.environment = {{"LD_PRELOAD", "/lib/libappendguard.so"},
+                           {"APPENDGUARD", "enforce"},
+                           {"APPENDGUARD_LOG", "/logs/ag-%r.log"},
+                           {"HOME", "/home/u"},
+                           {"APPENDGUARD_LIBRARY", "/tooling/not-needed.so"},
+                           {"PATH", "/usr/bin"}};
     context.read_file = [this](const std::string& path) -> std::optional<std::string> {
       auto it = files.find(path);
       return it == files.end() ? std::nullopt : it->second;
     };
   }
 
-  std::string warning(const std::vector<std::string>& command) const { return launcher_warning(command, context); }
+  std::string warning(const std::vector<std::string>& command) const {
+    return launcher_warning(command, context);
+  }
 };
 
 }  // namespace
@@ -48,18 +53,21 @@ TEST_CASE("launchers that pass the environment on get no warning") {
 TEST_CASE("Open MPI's mpirun without -x for the library's variables is warned about, naming them") {
   Fixture f("/usr/bin/orterun");
   std::string w = f.warning({"mpirun", "-np", "2", "python", "train.py"});
-  CHECK(w == "appendguard run: Open MPI's mpirun passes to ranks on other nodes only the variables named with "
-             "-x: add -x LD_PRELOAD -x APPENDGUARD -x APPENDGUARD_LOG, or start each rank with `mpirun ... "
-             "appendguard run -- COMMAND` (docs/launching.md)");
+  CHECK(w ==
+        "appendguard run: Open MPI's mpirun passes to ranks on other nodes only the variables named with "
+        "-x: add -x LD_PRELOAD -x APPENDGUARD -x APPENDGUARD_LOG, or start each rank with `mpirun ... "
+        "appendguard run -- COMMAND` (docs/launching.md)");
   CHECK(w.find('\n') == std::string::npos);
   // Tooling variables are not needed by the workers.
   CHECK(w.find("APPENDGUARD_LIBRARY") == std::string::npos);
-  CHECK(f.warning({"mpiexec", "-x", "LD_PRELOAD", "-np", "2", "python"}).find("add -x APPENDGUARD -x "
-                                                                              "APPENDGUARD_LOG,") !=
-        std::string::npos);
-  CHECK(f.warning({"mpirun", "-x", "LD_PRELOAD", "-x", "APPENDGUARD=1", "-x", "APPENDGUARD_LOG", "python"}).empty());
-  CHECK(f.warning({"mpirun", "--mca", "mca_base_env_list", "LD_PRELOAD;APPENDGUARD;APPENDGUARD_LOG", "python"})
+  CHECK(f.warning({"mpiexec", "-x", "LD_PRELOAD", "-np", "2", "python"})
+            .find("add -x APPENDGUARD -x "
+                  "APPENDGUARD_LOG,") != std::string::npos);
+  CHECK(f.warning({"mpirun", "-x", "LD_PRELOAD", "-x", "APPENDGUARD=1", "-x", "APPENDGUARD_LOG", "python"})
             .empty());
+  CHECK(
+      f.warning({"mpirun", "--mca", "mca_base_env_list", "LD_PRELOAD;APPENDGUARD;APPENDGUARD_LOG", "python"})
+          .empty());
   f.context.environment["OMPI_MCA_mca_base_env_list"] = "LD_PRELOAD;APPENDGUARD;APPENDGUARD_LOG";
   CHECK(f.warning({"mpirun", "python"}).empty());
 }
@@ -76,8 +84,9 @@ TEST_CASE("srun and sbatch with an export list that leaves the variables out") {
   CHECK(f.warning({"srun", "--export=NONE", "python"}) ==
         "appendguard run: srun with export list 'NONE' (--export) does not pass LD_PRELOAD, APPENDGUARD, "
         "APPENDGUARD_LOG to the job: use --export=ALL or add them to the list (docs/launching.md)");
-  CHECK(f.warning({"srun", "--export", "PATH,LD_PRELOAD", "python"}).find("does not pass APPENDGUARD, "
-                                                                          "APPENDGUARD_LOG") != std::string::npos);
+  CHECK(f.warning({"srun", "--export", "PATH,LD_PRELOAD", "python"})
+            .find("does not pass APPENDGUARD, "
+                  "APPENDGUARD_LOG") != std::string::npos);
   CHECK(f.warning({"srun", "--export=LD_PRELOAD,APPENDGUARD,APPENDGUARD_LOG=/x", "python"}).empty());
   f.context.environment["SBATCH_EXPORT"] = "NONE";
   CHECK(f.warning({"sbatch", "job.sh"}).find("(SBATCH_EXPORT)") != std::string::npos);
@@ -91,9 +100,10 @@ TEST_CASE("deepspeed's multi-node launcher needs the variables in .deepspeed_env
   Fixture f;
   f.files["hosts"] = "node1 slots=8\nnode2 slots=8\n";
   std::string w = f.warning({"deepspeed", "--hostfile", "hosts", "train.py"});
-  CHECK(w == "appendguard run: deepspeed's multi-node launcher passes on only some variables (NCCL_*, PYTHON*, "
-             "...) and the NAME=VALUE lines of .deepspeed_env in ~ or the working directory: add LD_PRELOAD, "
-             "APPENDGUARD, APPENDGUARD_LOG there (docs/launching.md)");
+  CHECK(w ==
+        "appendguard run: deepspeed's multi-node launcher passes on only some variables (NCCL_*, PYTHON*, "
+        "...) and the NAME=VALUE lines of .deepspeed_env in ~ or the working directory: add LD_PRELOAD, "
+        "APPENDGUARD, APPENDGUARD_LOG there (docs/launching.md)");
   CHECK_FALSE(f.warning({"deepspeed", "--force_multi", "train.py"}).empty());
   CHECK_FALSE(f.warning({"deepspeed", "--num_nodes=2", "train.py"}).empty());
   CHECK(f.warning({"deepspeed", "--hostfile", "absent", "train.py"}).empty());  // no hostfile: one node
@@ -114,12 +124,13 @@ TEST_CASE("deepspeed's multi-node launcher needs the variables in .deepspeed_env
 TEST_CASE("ray job submit needs the variables in its runtime env") {
   Fixture f;
   CHECK(f.warning({"ray", "job", "submit", "--", "python", "job.py"}) ==
-        "appendguard run: `ray job submit` runs the job on the cluster, which does not inherit this environment: "
+        "appendguard run: `ray job submit` runs the job on the cluster, which does not inherit this "
+        "environment: "
         "give LD_PRELOAD, APPENDGUARD, APPENDGUARD_LOG in its runtime env's env_vars (--runtime-env-json; "
         "docs/launching.md)");
   CHECK(f.warning({"ray", "job", "submit", "--runtime-env-json",
-                   R"({"env_vars": {"LD_PRELOAD": "/l.so", "APPENDGUARD": "1", "APPENDGUARD_LOG": "/x"}})", "--",
-                   "python", "job.py"})
+                   R"({"env_vars": {"LD_PRELOAD": "/l.so", "APPENDGUARD": "1", "APPENDGUARD_LOG": "/x"}})",
+                   "--", "python", "job.py"})
             .empty());
   f.files["env.yaml"] = "env_vars:\n  LD_PRELOAD: /l.so\n  APPENDGUARD: '1'\n  APPENDGUARD_LOG: /x\n";
   CHECK(f.warning({"ray", "job", "submit", "--runtime-env", "env.yaml", "--", "python", "job.py"}).empty());
