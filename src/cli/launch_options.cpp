@@ -239,7 +239,7 @@ std::string open_mpi_warning(const std::vector<std::string>& command, const Laun
   }
   std::vector<std::string> missing = missing_from(needed_variables(context), exported);
   if (missing.empty()) return {};
-  return "appendguard run: Open MPI's " + base_name(command[0]) +
+  return "appendguard run: warning: Open MPI's " + base_name(command[0]) +
          " passes to ranks on other nodes only the variables named with -x: add " +
          joined(missing, "-x ", " ") + ", or start each rank with `" + base_name(command[0]) +
          " ... appendguard run -- COMMAND` (docs/launching.md)";
@@ -260,7 +260,7 @@ std::string slurm_warning(const std::vector<std::string>& command, const Launche
   if (exports->empty() || std::find(listed.begin(), listed.end(), "ALL") != listed.end()) return {};
   std::vector<std::string> missing = missing_from(needed_variables(context), listed);
   if (missing.empty()) return {};
-  return "appendguard run: " + name + " with export list '" + *exports + "' (" +
+  return "appendguard run: warning: " + name + " with export list '" + *exports + "' (" +
          (option_value(command, "--export") ? std::string("--export") : std::string(variable)) +
          ") does not pass " + joined(missing, "", ", ") +
          " to the job: use --export=ALL or add them to the list "
@@ -291,7 +291,8 @@ std::string deepspeed_warning(const std::vector<std::string>& command, const Lau
   }
   std::vector<std::string> missing = missing_from(needed_variables(context), listed);
   if (missing.empty()) return {};
-  return "appendguard run: deepspeed's multi-node launcher passes on only some variables (NCCL_*, PYTHON*, "
+  return "appendguard run: warning: deepspeed's multi-node launcher passes on only some variables (NCCL_*, "
+         "PYTHON*, "
          "...) and the NAME=VALUE lines of " +
          file_name + " in ~ or the working directory: add " + joined(missing, "", ", ") +
          " there (docs/launching.md)";
@@ -312,7 +313,8 @@ std::string ray_warning(const std::vector<std::string>& command, const LauncherC
     }
   }
   if (missing.empty()) return {};
-  return "appendguard run: `ray job submit` runs the job on the cluster, which does not inherit this "
+  return "appendguard run: warning: `ray job submit` runs the job on the cluster, which does not inherit "
+         "this "
          "environment: give " +
          joined(missing, "", ", ") +
          " in its runtime env's env_vars "

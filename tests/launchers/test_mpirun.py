@@ -24,7 +24,7 @@ class MpirunTest(LauncherTest):
         proc = self.run_recipe(f"appendguard run --log '{self.logs}/appendguard-%h-%r-%p.log' -- "
                                f"mpirun {ALLOW_ROOT}-np 2 python train.py --save-dir {self.root}\n")
         self.check_ranks(proc)  # one node: the local ranks inherit mpirun's environment
-        warnings = [line for line in proc.stderr.splitlines() if line.startswith("appendguard run: Open MPI")]
+        warnings = [line for line in proc.stderr.splitlines() if line.startswith("appendguard run: warning: Open MPI")]
         self.assertEqual(len(warnings), 1, proc.stderr)
         self.assertIn("add -x LD_PRELOAD -x APPENDGUARD -x APPENDGUARD_LOG", warnings[0])
 

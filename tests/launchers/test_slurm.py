@@ -162,7 +162,7 @@ class SlurmTest(LauncherTest):
     def test_warning_for_an_export_list(self):
         proc = self.run_recipe("appendguard run -- srun --export=NONE -n 1 /bin/true\n")
         self.assertOk(proc)
-        warnings = [line for line in proc.stderr.splitlines() if line.startswith("appendguard run: srun")]
+        warnings = [line for line in proc.stderr.splitlines() if line.startswith("appendguard run: warning: srun")]
         self.assertEqual(len(warnings), 1, proc.stderr)
         self.assertIn("does not pass LD_PRELOAD, APPENDGUARD", warnings[0])
 

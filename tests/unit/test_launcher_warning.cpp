@@ -54,7 +54,8 @@ TEST_CASE("Open MPI's mpirun without -x for the library's variables is warned ab
   Fixture f("/usr/bin/orterun");
   std::string w = f.warning({"mpirun", "-np", "2", "python", "train.py"});
   CHECK(w ==
-        "appendguard run: Open MPI's mpirun passes to ranks on other nodes only the variables named with "
+        "appendguard run: warning: Open MPI's mpirun passes to ranks on other nodes only the variables named "
+        "with "
         "-x: add -x LD_PRELOAD -x APPENDGUARD -x APPENDGUARD_LOG, or start each rank with `mpirun ... "
         "appendguard run -- COMMAND` (docs/launching.md)");
   CHECK(w.find('\n') == std::string::npos);
@@ -82,7 +83,8 @@ TEST_CASE("MPICH's and Intel MPI's mpirun pass the environment on") {
 TEST_CASE("srun and sbatch with an export list that leaves the variables out") {
   Fixture f;
   CHECK(f.warning({"srun", "--export=NONE", "python"}) ==
-        "appendguard run: srun with export list 'NONE' (--export) does not pass LD_PRELOAD, APPENDGUARD, "
+        "appendguard run: warning: srun with export list 'NONE' (--export) does not pass LD_PRELOAD, "
+        "APPENDGUARD, "
         "APPENDGUARD_LOG to the job: use --export=ALL or add them to the list (docs/launching.md)");
   CHECK(f.warning({"srun", "--export", "PATH,LD_PRELOAD", "python"})
             .find("does not pass APPENDGUARD, "
@@ -101,7 +103,8 @@ TEST_CASE("deepspeed's multi-node launcher needs the variables in .deepspeed_env
   f.files["hosts"] = "node1 slots=8\nnode2 slots=8\n";
   std::string w = f.warning({"deepspeed", "--hostfile", "hosts", "train.py"});
   CHECK(w ==
-        "appendguard run: deepspeed's multi-node launcher passes on only some variables (NCCL_*, PYTHON*, "
+        "appendguard run: warning: deepspeed's multi-node launcher passes on only some variables (NCCL_*, "
+        "PYTHON*, "
         "...) and the NAME=VALUE lines of .deepspeed_env in ~ or the working directory: add LD_PRELOAD, "
         "APPENDGUARD, APPENDGUARD_LOG there (docs/launching.md)");
   CHECK_FALSE(f.warning({"deepspeed", "--force_multi", "train.py"}).empty());
@@ -124,7 +127,7 @@ TEST_CASE("deepspeed's multi-node launcher needs the variables in .deepspeed_env
 TEST_CASE("ray job submit needs the variables in its runtime env") {
   Fixture f;
   CHECK(f.warning({"ray", "job", "submit", "--", "python", "job.py"}) ==
-        "appendguard run: `ray job submit` runs the job on the cluster, which does not inherit this "
+        "appendguard run: warning: `ray job submit` runs the job on the cluster, which does not inherit this "
         "environment: "
         "give LD_PRELOAD, APPENDGUARD, APPENDGUARD_LOG in its runtime env's env_vars (--runtime-env-json; "
         "docs/launching.md)");
