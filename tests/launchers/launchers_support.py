@@ -211,10 +211,11 @@ class LauncherTest(MountTest):
     def doc_replacements(self, *extra):
         return [(DOC_LOGS, self.logs), (DOC_ROOT, self.root), (DOC_LIB, LIB), *extra]
 
-    def run_recipe(self, text, timeout=240, ranks=None, **env):
+    def run_recipe(self, text, timeout=240, ranks=None, copies=1, **env):
         """Runs the recipe (shell text) with bash -e in the working folder, in its own process group, which
         is killed at the end whatever happens. With ranks, one run per rank at once, each with RANK set
-        (recipes without a launcher). Returns a CompletedProcess (outputs joined, the worst status)."""
+        (recipes without a launcher); with copies, that many runs at once (one per "node").
+        Returns a CompletedProcess (outputs joined, the worst status)."""
         script = os.path.join(self.work, f"recipe-{len(os.listdir(self.work))}.sh")
         with open(script, "w") as f:
             f.write(text)
@@ -223,7 +224,7 @@ class LauncherTest(MountTest):
         procs = [subprocess.Popen(["bash", "-e", script], cwd=self.work,
                                   env=self.environment(**env) if r is None else self.environment(RANK=str(r), **env),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-                 for r in (ranks or [None])]
+                 for r in (ranks or [None] * copies)]
         outs, errs, codes = [], [], []
         try:
             for proc in procs:

@@ -13,7 +13,7 @@ from launchers_support import HERE, PAGE, blocks, sections
 RECIPES = {
     ("mountpoint-s3", 0): "test_plain.py",
     ("torchrun", 0): "test_torchrun.py",
-    ("torchrun", 1): None,  # several hosts
+    ("torchrun", 1): "test_torchrun.py",
     ("SLURM", 0): "test_slurm.py",
     ("SLURM", 1): "test_slurm.py",
     ("Open MPI", 0): "test_mpirun.py",
