@@ -135,8 +135,18 @@ def comparable(files):
     return out
 
 
+# The marker's value: this build's key (its temporary folder), then one id per test or cluster, so that
+# no_process_left.py finds what a killed test of this build left, and nothing of another build's.
+BUILD_KEY = hashlib.sha256(os.environ.get("APPENDGUARD_E2E_TMP", "").encode()).hexdigest()[:12]
+
+
+def new_run_id():
+    return f"{BUILD_KEY}:{uuid.uuid4().hex}"
+
+
 def marked_processes(run_id):
-    """[(pid, command line)] of the processes whose environment holds AG_LAUNCHERS_RUN=run_id."""
+    """[(pid, command line)] of the processes whose environment holds AG_LAUNCHERS_RUN=run_id (with
+    run_id ending in ':', every id that starts with it)."""
     needle = f"{MARKER}={run_id}".encode()
     found = []
     for entry in os.listdir("/proc"):
@@ -144,8 +154,9 @@ def marked_processes(run_id):
             continue
         try:
             with open(f"/proc/{entry}/environ", "rb") as f:
-                if needle not in f.read().split(b"\0"):
-                    continue
+                entries = f.read().split(b"\0")
+            if not any(e == needle or (needle.endswith(b":") and e.startswith(needle)) for e in entries):
+                continue
             with open(f"/proc/{entry}/cmdline", "rb") as f:
                 found.append((int(entry), f.read().replace(b"\0", b" ").decode(errors="replace").strip()))
         except OSError:
@@ -179,7 +190,7 @@ class LauncherTest(MountTest):
 
     def setUp(self):
         super().setUp()
-        self.run_id = uuid.uuid4().hex
+        self.run_id = new_run_id()
         self.addCleanup(self.no_process_left)
         self.mount(self.profile)
         self.work = self.path("work")

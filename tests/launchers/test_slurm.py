@@ -10,9 +10,8 @@ import socket
 import subprocess
 import tempfile
 import time
-import uuid
 
-from launchers_support import LauncherTest, kill_marked, main, recipe, substitute
+from launchers_support import LauncherTest, kill_marked, main, new_run_id, recipe, substitute
 
 
 def free_port():
@@ -60,7 +59,7 @@ class SlurmTest(LauncherTest):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        cls.cluster_id = uuid.uuid4().hex
+        cls.cluster_id = new_run_id()
         cls.dir = tempfile.mkdtemp(prefix="agslurm-", dir="/tmp")  # short: munge's socket path
         os.chmod(cls.dir, 0o755)
         try:
