@@ -192,7 +192,7 @@ bool has_word(const std::vector<std::string>& args, std::string_view word) {
   return std::find(args.begin() + 1, args.end(), word) != args.end();
 }
 
-// "A, B and C" of the needed names missing from `passed` (names, with or without "=value").
+// The needed names missing from `passed` (names, with or without "=value").
 std::vector<std::string> missing_from(const std::vector<std::string>& needed,
                                       const std::vector<std::string>& passed) {
   std::vector<std::string> missing;
