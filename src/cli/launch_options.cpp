@@ -285,7 +285,9 @@ std::string deepspeed_warning(const std::vector<std::string>& command, const Lau
   for (const std::string& dir :
        {home == context.environment.end() ? std::string() : home->second, std::string(".")}) {
     if (dir.empty()) continue;
-    if (std::optional<std::string> text = context.read_file(dir + "/" + file_name)) {
+    std::string path = dir;
+    path.append("/").append(file_name);
+    if (std::optional<std::string> text = context.read_file(path)) {
       for (std::string& line : split(*text, '\n')) listed.push_back(std::move(line));
     }
   }
