@@ -20,6 +20,14 @@ class MpirunTest(LauncherTest):
         proc = self.run_recipe(substitute(recipe("Open MPI", 1), self.doc_replacements(self.counts())))
         self.check_ranks(proc)
 
+    def test_control_without_the_library(self):
+        # What every recipe's check stands against: the same ranks without the library fail on this mount
+        # (PyTorch's "r+b" reopen for consolidation gets Errno 95), and no rank leaves a log.
+        proc = self.run_recipe(f"mpirun {ALLOW_ROOT}-np 2 python train.py --save-dir {self.root}\n")
+        self.assertNotEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertIn("[Errno 95] Operation not supported", proc.stderr)
+        self.assertEqual(os.listdir(self.logs), [])
+
     def test_warning_without_x(self):
         proc = self.run_recipe(f"appendguard run --log '{self.logs}/appendguard-%h-%r-%p.log' -- "
                                f"mpirun {ALLOW_ROOT}-np 2 python train.py --save-dir {self.root}\n")
