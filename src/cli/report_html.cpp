@@ -21,7 +21,7 @@ body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 4px;word-break:break-all}
 .muted{color:#667085}table{border-collapse:collapse;margin:8px 0 12px}
 th,td{border:1px solid #d0d5dd;padding:3px 8px;text-align:left;vertical-align:top}
-th{background:#f2f4f7}td.n{text-align:right;font-variant-numeric:tabular-nums}
+th{background:#f2f4f7}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;word-break:break-all}
 .bad{color:#b42318;font-weight:600}.ok{color:#067647;font-weight:600}
 section.file{border-top:1px solid #eaecf0;margin-top:18px}
@@ -65,6 +65,11 @@ std::string fixed(double value, int decimals) {
   char text[48];
   std::snprintf(text, sizeof text, "%.*f", decimals, value);
   return text;
+}
+
+// "+12.345 ms" below a second, "+1.234567 s" above.
+std::string since(double seconds) {
+  return seconds < 1 ? "+" + fixed(seconds * 1000, 3) + " ms" : "+" + fixed(seconds, 6) + " s";
 }
 
 // A mark of the timeline: one event, or a run of writes merged into one span.
@@ -221,7 +226,7 @@ std::string event_text(const Timelines& t, const FileTimeline& f, const Mark& m,
            (e.result.empty() ? "" : " -> " + e.result);
   }
   text += "; " + writer_name(t, e.pid);
-  if (f.timed) text += "; at +" + fixed(m.time_start - t0, 6) + " s";
+  if (f.timed) text += "; at " + since(m.time_start - t0);
   if (e.report >= 0) {
     const ViolationReport& r = t.reports[static_cast<size_t>(e.report)];
     text += "\n" + r.first_line;
@@ -325,7 +330,7 @@ std::string svg_of(const Timelines& t, const FileTimeline& f, const Layout& layo
         x -= half;
         double x_end = x + 2 * half;
         double y_high = plot.y(m.high);
-        double height = std::max(2.0, plot.y(m.low) - y_high);
+        double height = std::max(3.0, plot.y(m.low) - y_high);
         std::string cls =
             e.kind == EventKind::kFill ? "span fill" : "span write w" + std::to_string(writer_class[e.pid]);
         out += "<rect class=\"" + cls + "\" data-writes=\"" + number(m.writes) + "\" data-offset=\"" +
@@ -557,7 +562,7 @@ std::string render_html(const Timelines& t, const HtmlOptions& options) {
         if (!is_refusal(e)) continue;
         ++n;
         out += "<tr><td class=\"n\">" + number(n) + "</td><td class=\"n\">" +
-               (f.timed ? "+" + fixed(e.time - t0, 6) + " s" : std::string("-")) + "</td><td><code>" +
+               (f.timed ? since(e.time - t0) : std::string("-")) + "</td><td><code>" +
                html_escape(e.operation) + "</code></td><td class=\"n\">" + number(e.offset) +
                "</td><td class=\"n\">" + number(e.bytes) + "</td><td class=\"n\">" + number(e.end_of_file) +
                "</td><td>" + html_escape(writer_name(t, e.pid)) + "</td><td class=\"mono\">";
