@@ -15,6 +15,7 @@ constexpr double kLeft = 78;
 constexpr double kRight = 944;
 constexpr double kTop = 14;
 constexpr double kBottom = 214;
+constexpr size_t kMaxRefusalRows = 100;  // per file, in the table under its timeline
 
 constexpr const char* kStyle = R"css(
 body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px;color:#1d2330;background:#fff}
@@ -239,6 +240,10 @@ void add_title(std::string& out, const std::string& text) {
   out += "<title>" + html_escape(text) + "</title>";
 }
 
+void draw_mark(std::string& out, const Timelines& t, const FileTimeline& f, const Layout& layout,
+               const Plot& plot, size_t i, double t0, std::map<std::string, size_t>& writer_class,
+               size_t& opens);
+
 std::string svg_of(const Timelines& t, const FileTimeline& f, const Layout& layout, size_t index) {
   double t0 = f.timed && !f.events.empty() ? f.events.front().time : 0;
   uint64_t top = 1;
@@ -305,7 +310,25 @@ std::string svg_of(const Timelines& t, const FileTimeline& f, const Layout& layo
   size_t opens = 0;
   std::map<std::string, size_t> writer_class;
   for (const Writer& w : f.writers) writer_class.emplace(w.pid, writer_class.size() % 4);
-  for (size_t i = 0; i < layout.marks.size(); ++i) {
+  // Three layers: seeks, opens and the like; the writes over them; the refusals on top.
+  for (int layer = 0; layer < 3; ++layer) {
+    for (size_t i = 0; i < layout.marks.size(); ++i) {
+      const Mark& m = layout.marks[i];
+      const FileEvent& e = *m.first;
+      int layer_of = is_refusal(e) && e.kind != EventKind::kOpen                 ? 2
+                     : e.kind == EventKind::kWrite || e.kind == EventKind::kFill ? 1
+                                                                                 : 0;
+      if (layer_of == layer) draw_mark(out, t, f, layout, plot, i, t0, writer_class, opens);
+    }
+  }
+  out += "</svg>\n";
+  return out;
+}
+
+void draw_mark(std::string& out, const Timelines& t, const FileTimeline& f, const Layout& layout,
+               const Plot& plot, size_t i, double t0, std::map<std::string, size_t>& writer_class,
+               size_t& opens) {
+  {
     const Mark& m = layout.marks[i];
     const FileEvent& e = *m.first;
     double x = plot.x(i);
@@ -321,7 +344,7 @@ std::string svg_of(const Timelines& t, const FileTimeline& f, const Layout& layo
       out += "</rect>";
       out += "<path class=\"refusal-mark\" d=\"M" + fixed(x, 1) + " " + fixed(kBottom + 2, 1) +
              " l-5 9 h10 z\"/>";
-      continue;
+      return;
     }
     switch (e.kind) {
       case EventKind::kWrite:
@@ -343,7 +366,7 @@ std::string svg_of(const Timelines& t, const FileTimeline& f, const Layout& layo
       }
       case EventKind::kSeek:
         out += "<circle class=\"seek\" cx=\"" + fixed(x, 1) + "\" cy=\"" + fixed(plot.y(e.offset), 1) +
-               "\" r=\"3.5\">";
+               "\" r=\"2.5\">";
         add_title(out, title);
         out += "</circle>";
         break;
@@ -386,8 +409,6 @@ std::string svg_of(const Timelines& t, const FileTimeline& f, const Layout& layo
         break;
     }
   }
-  out += "</svg>\n";
-  return out;
 }
 
 const char* kLegend =
@@ -560,7 +581,7 @@ std::string render_html(const Timelines& t, const HtmlOptions& options) {
       double t0 = f.events.empty() ? 0 : f.events.front().time;
       for (const FileEvent& e : f.events) {
         if (!is_refusal(e)) continue;
-        ++n;
+        if (++n > kMaxRefusalRows) continue;
         out += "<tr><td class=\"n\">" + number(n) + "</td><td class=\"n\">" +
                (f.timed ? since(e.time - t0) : std::string("-")) + "</td><td><code>" +
                html_escape(e.operation) + "</code></td><td class=\"n\">" + number(e.offset) +
@@ -577,6 +598,11 @@ std::string render_html(const Timelines& t, const HtmlOptions& options) {
         out += "</td></tr>\n";
       }
       out += "</table>\n";
+      if (n > kMaxRefusalRows) {
+        out += "<p class=\"note muted\">" + number(n - kMaxRefusalRows) +
+               " more refusals of this file not listed (" +
+               "all are drawn above; <code>appendguard report</code> groups them by call site).</p>\n";
+      }
     }
     out += "</section>\n";
   }

@@ -180,12 +180,12 @@ FileEvent event_of(const TraceLine& t) {
 }
 
 FileTimeline& file_of(Timelines& out, const std::string& path) {
-  for (FileTimeline& f : out.files) {
-    if (f.path == path) return f;
+  auto [it, added] = out.index.emplace(path, out.files.size());
+  if (added) {
+    out.files.push_back(FileTimeline{});
+    out.files.back().path = path;
   }
-  out.files.push_back(FileTimeline{});
-  out.files.back().path = path;
-  return out.files.back();
+  return out.files[it->second];
 }
 
 constexpr size_t kLogStride = size_t{1} << 40;  // a log's place in `order`: beyond any log's size
@@ -347,6 +347,7 @@ void finish(Timelines& out) {
     kept.push_back(std::move(f));
   }
   out.files = std::move(kept);
+  out.index.clear();
 }
 
 }  // namespace appendguard

@@ -66,8 +66,9 @@ struct Timelines {
   std::vector<FileTimeline> files;          // in order of first appearance
   std::map<std::string, Writer> processes;  // by pid: rank and host (summary lines, reports)
   std::vector<ViolationReport> reports;
-  std::vector<ViolationGroup> groups;  // as `appendguard report` groups them
-  size_t read_only_files = 0;          // files seen only in read-only opens: not drawn
+  std::vector<ViolationGroup> groups;   // as `appendguard report` groups them
+  size_t read_only_files = 0;           // files seen only in read-only opens: not drawn
+  std::map<std::string, size_t> index;  // files[index[path]], while the logs are read
 };
 
 // Adds one log's lines (log_index: its place among the logs given) to `out`.
