@@ -322,7 +322,7 @@ void finish(Timelines& out) {
     });
     for (const FileEvent& e : f.events) {
       if (e.kind == EventKind::kRefused || e.report >= 0) ++f.refusals;
-      bool wrote = e.kind == EventKind::kWrite || e.kind == EventKind::kFill;
+      bool wrote = e.kind == EventKind::kWrite;  // as the summary at exit counts: a zero fill is not a write
       if (!wrote && e.kind != EventKind::kRefused) continue;
       // A writer: a process that wrote, or tried to.
       auto w =

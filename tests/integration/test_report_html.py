@@ -33,6 +33,17 @@ if rank == 1:
         print(f"rank 1: {error}")
 """
 
+PREALLOCATED = r"""
+import os, sys
+path = sys.argv[1]
+with open(path, "wb") as f:
+    os.ftruncate(f.fileno(), 8192)  # safetensors 0.8's preallocation: deferred
+    f.write(b"A" * 4096)            # the rest is zero-filled at close
+with open(path, "r+b") as f:
+    f.seek(0, os.SEEK_END)
+    f.write(b"B" * 1024)
+"""
+
 
 def report(*args):
     return subprocess.run([report_page.LAUNCHER, "report", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -155,6 +166,31 @@ class ReportHtmlTest(TempDirTest):
             self.assertEqual([int(a["data-offset"]) for a in red], [8] if rank else [])
             self.assertIn(f"rank {rank} pid {spans[0]['data-pid']}", body)
         self.assertIn("3 adjacent appends drawn with the write before them", body)
+
+    def test_deferred_preallocation_zero_fill_and_held_session(self):
+        target = self.path("pre.safetensors")
+        job = self.path("pre.py")
+        with open(job, "w") as f:
+            f.write(PREALLOCATED)
+        log = self.path("ag.log")
+        proc = traced(self, [PYTHON, job, target], log, APPENDGUARD_REOPEN="hold")
+        self.assertOk(proc)
+        out, page, proc = self.page_of([log])
+        self.assertEqual(proc.returncode, 0)
+        svg = page.svg_of(target)
+        deferred = report_page.marks(svg, "deferred")
+        self.assertEqual(len(deferred), 1)
+        fill = report_page.marks(svg, "span fill")
+        self.assertEqual([(int(a["data-offset"]), int(a["data-end"])) for a in fill], [(4096, 8192)])
+        writes = report_page.marks(svg, "span write")
+        self.assertEqual([(int(a["data-offset"]), int(a["data-end"])) for a in writes], [(0, 4096), (8192, 9216)])
+        self.assertEqual(len(report_page.marks(svg, "open reopen")), 1)
+        self.assertEqual(len(report_page.marks(svg, "held")), 1)
+        self.assertEqual(len(report_page.marks(svg, "commit")), 1)
+        self.assertEqual(report_page.marks(svg, "span refused"), [])
+        body = "".join(page.text)
+        self.assertIn("deferred preallocation: ftruncate", body)
+        self.assertIn("held session committed", body)
 
 
 if __name__ == "__main__":
