@@ -134,6 +134,29 @@ class ReportHtmlTest(TempDirTest):
         self.assertLess(max(census.values()) / sum(census.values()), 0.97, "one colour covers the screenshot")
         self.assertTrue(any(report_page.is_reddish(c) for c in census), "no red refusal in the screenshot")
 
+    def test_json_logs_draw_the_same_refusals(self):
+        target = self.path("shards.safetensors")
+        log = self.path("ag.jsonl")
+        proc = traced(self, [PYTHON, script("random_writer.py"), target], log, APPENDGUARD_FORMAT="json")
+        self.assertNotEqual(proc.returncode, 0)
+        with open(log) as f:
+            records = [json.loads(line) for line in f if line.startswith("{")]
+        refused = [r["offset"] for r in records if r["type"] == "violation"]
+        writes = [r for r in records if r["type"] == "trace" and r["operation"] == "write" and r["result"] >= 0]
+        self.assertTrue(refused)
+        self.assertTrue(all("time" in r for r in records if r["type"] == "trace"))
+        # Read from standard input too.
+        out = self.path("page.html")
+        with open(log) as f:
+            proc = subprocess.run([report_page.LAUNCHER, "report", "--html", out, "-"], stdin=f,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        page = report_page.parse(out)
+        svg = page.svg_of(target)
+        self.assertEqual(sorted(int(a["data-offset"]) for a in report_page.marks(svg, "span refused")), sorted(refused))
+        self.assertEqual(sum(int(a["data-writes"]) for a in report_page.marks(svg, "span write")), len(writes))
+        self.assertIn('at: File "' + script("random_writer.py") + '"', "".join(page.text))
+
     def test_two_rank_job_in_one_folder(self):
         folder = self.path("ckpt")
         os.makedirs(folder)
