@@ -14,6 +14,9 @@ APPENDGUARD_BUILD="${APPENDGUARD_BUILD_DIR:-$APPENDGUARD_REPO/build}"
 APPENDGUARD_PACKAGES=(cmake g++ make pkg-config libfmt-dev libunwind-dev catch2 libfuse3-dev fuse3 python3
   python3-venv clang-format rclone e2fsprogs clang libclang-rt-14-dev clang-tidy strace valgrind
   openmpi-bin slurm-wlm munge)  # the launchers tests (tests/launchers): mpirun, a one-node SLURM cluster
+# `appendguard report --html`: libcli11-dev (its options; header-only, in the static launcher only) and
+# chromium (the page's screenshot in tests/integration/test_report_html.py).
+APPENDGUARD_PACKAGES+=(libcli11-dev chromium)
 
 say() { printf '==> %s\n' "$*"; }
 

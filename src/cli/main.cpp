@@ -21,7 +21,7 @@
 #include "cli/input_file.h"
 #include "cli/launch_options.h"
 #include "cli/mount_probe.h"
-#include "cli/report_summary.h"
+#include "cli/report_command.h"
 #include "core/config.h"
 #include "core/mount_table.h"
 #include "core/pattern_check.h"
@@ -35,14 +35,15 @@ constexpr const char* kVersion = "appendguard 0.1.0";
 constexpr const char* kUsage =
     "usage: appendguard run [OPTIONS] -- COMMAND [ARGS...]\n"
     "       appendguard doctor [COMMAND | DIR]\n"
-    "       appendguard report LOG... (or - for standard input)\n"
+    "       appendguard report [--json] [--html OUT.html] LOG... (or - for standard input)\n"
     "       appendguard --help | -V | --version\n"
     "       appendguard SUBCOMMAND --help\n"
     "\n"
     "run:    runs COMMAND with libappendguard.so preloaded and enabled.\n"
     "doctor: checks the library, the configuration, that interposition works here, and whether COMMAND can\n"
     "        be reached by it; with DIR, what the mount under DIR accepts.\n"
-    "report: violations in report logs, grouped, with a count and the first report of each group.\n";
+    "report: violations in report logs, grouped, with a count and the first report of each group;\n"
+    "        --html OUT.html: a page with a timeline of every guarded file's operations.\n";
 
 constexpr const char* kDoctorUsage =
     "usage: appendguard doctor [COMMAND | DIR]\n"
@@ -51,15 +52,6 @@ constexpr const char* kDoctorUsage =
     "run): whether the library can reach it. With DIR: the mount under DIR (type, source, options), a probe\n"
     "of each append-only rule with a scratch file in DIR, and the settings it recommends.\n"
     "Exit status: 0 all good, 1 problems found, 2 bad arguments.\n";
-
-constexpr const char* kReportUsage =
-    "usage: appendguard report [--json] LOG... (or - for standard input)\n"
-    "Reads report logs (APPENDGUARD_LOG files, captured stderr) and prints the violations grouped by call\n"
-    "site across ranks (the innermost Python frame, else the first native frame outside libc and the\n"
-    "library; by operation and file for reports without a stack), with a count, the ranks, the first\n"
-    "report and its log. Audit findings that enforce mode fixes are listed, not counted.\n"
-    "  --json   one JSON object: violations, fixed_by_enforce, logs, groups[]\n"
-    "Exit status: 0 no violation, 1 violations found, 2 a log could not be read.\n";
 
 std::string self_path() {
   char buf[PATH_MAX];
@@ -400,106 +392,6 @@ int doctor(const std::vector<std::string>& args) {
   return problems ? 1 : 0;
 }
 
-constexpr size_t kMaxStandardInput = size_t{1} << 30;
-constexpr size_t kMaxLine = size_t{1} << 20;
-
-std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    unsigned char u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20 || u == 0x7f) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", u);
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-int report(std::vector<std::string> logs) {
-  bool json = false;
-  for (auto it = logs.begin(); it != logs.end();) {
-    if (*it == "--json") {
-      json = true;
-      it = logs.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  if (logs.empty()) {
-    std::fprintf(
-        stderr,
-        "appendguard report: no log given: usage: appendguard report [--json] LOG... (- for stdin)\n");
-    return 2;
-  }
-  std::vector<ViolationGroup> groups;
-  for (const std::string& name : logs) {
-    // Only regular files, or standard input up to a bound: never a directory, a FIFO nobody writes to or
-    // /dev/zero.
-    InputFile in =
-        name == "-" ? read_bounded(STDIN_FILENO, kMaxStandardInput, kMaxLine) : read_regular_file(name);
-    if (!in.ok) {
-      std::fprintf(stderr, "appendguard report: cannot read '%s': %s\n",
-                   name == "-" ? "standard input" : name.c_str(), in.error.c_str());
-      return 2;
-    }
-    collect_violations(in.data, groups, name == "-" ? "(standard input)" : name);
-  }
-  size_t total = 0;
-  size_t fixed = 0;
-  size_t counted_groups = 0;
-  for (const ViolationGroup& g : groups) {
-    (g.fixed_by_enforce ? fixed : total) += g.count;
-    if (!g.fixed_by_enforce) ++counted_groups;
-  }
-  if (json) {
-    std::string out = "{\"violations\":" + std::to_string(total) +
-                      ",\"fixed_by_enforce\":" + std::to_string(fixed) +
-                      ",\"logs\":" + std::to_string(logs.size()) + ",\"groups\":[";
-    for (size_t i = 0; i < groups.size(); ++i) {
-      const ViolationGroup& g = groups[i];
-      std::string ranks;
-      for (const std::string& r : g.ranks) ranks += (ranks.empty() ? "" : ",") + json_string(r);
-      out += (i ? "," : "") + std::string("{\"operation\":") + json_string(g.operation) +
-             ",\"site\":" + json_string(g.site) + ",\"count\":" + std::to_string(g.count) +
-             ",\"fixed_by_enforce\":" + (g.fixed_by_enforce ? "true" : "false") + ",\"ranks\":[" + ranks +
-             "],\"files\":" + std::to_string(g.files) + ",\"path\":" + json_string(g.path) +
-             ",\"why\":" + json_string(g.why) + ",\"first\":" + json_string(g.first_line) +
-             ",\"log\":" + json_string(g.first_log) + "}";
-    }
-    std::printf("%s]}\n", out.c_str());
-    return total ? 1 : 0;
-  }
-  std::printf(
-      "appendguard report: %zu violation%s in %zu group%s (call site, else operation and file) from "
-      "%zu log%s",
-      total, total == 1 ? "" : "s", counted_groups, counted_groups == 1 ? "" : "s", logs.size(),
-      logs.size() == 1 ? "" : "s");
-  if (fixed)
-    std::printf("; %zu audit finding%s fixed by enforce mode, not counted", fixed, fixed == 1 ? "" : "s");
-  std::printf("\n");
-  for (const ViolationGroup& g : groups) {
-    std::printf("\n%6zu x %s %s%s\n", g.count, g.operation.c_str(), g.shown_path.c_str(),
-                g.fixed_by_enforce ? "  [fixed by enforce mode]" : "");
-    if (!g.site.empty()) std::printf("         at: %s\n", g.site.c_str());
-    if (g.files > 1) std::printf("         files: %zu (the first shown)\n", g.files);
-    if (!g.ranks.empty()) {
-      std::string ranks;
-      for (const std::string& r : g.ranks) ranks += (ranks.empty() ? "" : ",") + r;
-      std::printf("         ranks: %s\n", ranks.c_str());
-    }
-    std::printf("         first: %s\n", g.first_line.c_str());
-    if (!g.first_log.empty()) std::printf("         log: %s\n", g.first_log.c_str());
-    if (!g.why.empty()) std::printf("         why: %s\n", g.why.c_str());
-  }
-  return total ? 1 : 0;
-}
-
 bool wants_help(const std::vector<std::string>& args) {
   return !args.empty() && (args[0] == "--help" || args[0] == "-h");
 }
@@ -528,7 +420,7 @@ int dispatch(std::vector<std::string> args) {
   }
   if (command == "report") {
     if (wants_help(args)) return std::fputs(kReportUsage, stdout), 0;
-    return report(args);
+    return report_command(args);
   }
   std::fprintf(stderr,
                "appendguard: unknown command '%s': accepted: run, doctor, report, --help, -V, --version\n",

@@ -10,8 +10,8 @@ namespace {
 constexpr std::string_view kPrefix = "appendguard: violation: ";
 constexpr std::string_view kWhy = "  why: ";
 
-// Reads the escaped path at the start of `text` (src/report/escape.h): quoted up to the closing quote, or
-// up to the first space. Returns the characters consumed, or 0 if malformed.
+}  // namespace
+
 size_t read_escaped_path(std::string_view text, std::string& path) {
   path.clear();
   bool quoted = !text.empty() && text[0] == '"';
@@ -39,6 +39,8 @@ size_t read_escaped_path(std::string_view text, std::string& path) {
   }
   return quoted ? 0 : i;
 }
+
+namespace {
 
 // The rank of "; pid P rank R host H" at the end of a first line, or "".
 std::string rank_of(std::string_view line) {
@@ -90,19 +92,9 @@ std::string call_site_of(std::string_view block) {
 
 namespace {
 
-// What grouping needs of one report, from either format.
-struct ReportFacts {
-  std::string operation;
-  std::string path;
-  std::string shown_path;
-  std::string first_line;
-  bool fixed_by_enforce = false;
-  std::string site;
-  std::string why;
-  std::string rank;
-};
-
-void add_report(ReportFacts facts, std::vector<ViolationGroup>& groups, std::string_view log_name) {
+void add_report(ViolationReport facts, std::vector<ViolationGroup>& groups, std::string_view log_name,
+                std::vector<ViolationReport>* reports) {
+  if (reports) reports->push_back(facts);
   ViolationGroup* group = nullptr;
   for (ViolationGroup& g : groups) {
     if (g.operation == facts.operation &&
@@ -137,6 +129,35 @@ void add_report(ReportFacts facts, std::vector<ViolationGroup>& groups, std::str
   }
 }
 
+// The numbers of a text report's first line: " fd=3 bytes=512 offset=0 end_of_file=100: refused (...); pid
+// 7 rank 0 host h" (`fields` starts at " fd=").
+void fill_numbers(std::string_view fields, std::string_view line, ViolationReport& facts) {
+  size_t colon = fields.find(": ");
+  std::string_view numbers = fields.substr(0, colon);
+  auto value_of = [&](std::string_view name) {
+    size_t at = numbers.find(name);
+    if (at == std::string_view::npos) return std::string();
+    at += name.size();
+    return std::string(numbers.substr(at, numbers.find(' ', at) - at));
+  };
+  facts.bytes = value_of(" bytes=");
+  facts.offset = value_of(" offset=");
+  facts.end_of_file = value_of(" end_of_file=");
+  if (colon != std::string_view::npos) {
+    std::string_view outcome = fields.substr(colon + 2);
+    facts.outcome = outcome.starts_with("refused")       ? "refused"
+                    : outcome.starts_with("aborting")    ? "aborted"
+                    : outcome.starts_with("let through") ? "let_through"
+                    : outcome.starts_with("allowed")     ? "audit"
+                                                         : "kernel_refuses";
+  }
+  size_t pid = line.rfind("; pid ");
+  if (pid != std::string_view::npos) {
+    pid += 6;
+    facts.pid = std::string(line.substr(pid, line.find(' ', pid) - pid));
+  }
+}
+
 // The lines of a JSON array of strings, indented as in the text format, under `heading`.
 void add_stack_lines(const JsonValue* frames, std::string_view heading, std::string& block) {
   if (!frames || frames->kind != JsonValue::Kind::kArray) return;
@@ -146,20 +167,25 @@ void add_stack_lines(const JsonValue* frames, std::string_view heading, std::str
 }
 
 // A `{"type":"violation",...}` line (APPENDGUARD_FORMAT=json, docs/reference.md), or nullopt.
-std::optional<ReportFacts> facts_of_json(std::string_view line) {
+std::optional<ViolationReport> facts_of_json(std::string_view line) {
   std::optional<JsonValue> report = parse_json(line);
   if (!report || report->kind != JsonValue::Kind::kObject || report->text_of("type") != "violation") {
     return std::nullopt;
   }
   const JsonValue* path = report->find("path");
   if (!path || path->kind != JsonValue::Kind::kString) return std::nullopt;
-  ReportFacts facts;
+  ViolationReport facts;
   facts.operation = report->text_of("operation");
   facts.path = path->text;
   facts.shown_path = path->raw;  // JSON-escaped, between quotes: safe to print
   facts.fixed_by_enforce = report->text_of("finding") == "fixed by enforce mode";
   facts.why = report->text_of("why");
   facts.rank = report->text_of("rank");
+  facts.pid = report->text_of("pid");
+  facts.offset = report->text_of("offset");
+  facts.bytes = report->text_of("bytes");
+  facts.end_of_file = report->text_of("end_of_file");
+  facts.outcome = report->text_of("outcome");
   // The site is chosen as in a text report, from the same frame lines.
   std::string block;
   add_stack_lines(report->find("python_stack"), "  python stack (most recent call first):", block);
@@ -175,16 +201,19 @@ std::optional<ReportFacts> facts_of_json(std::string_view line) {
 
 }  // namespace
 
-void collect_violations(std::string_view log, std::vector<ViolationGroup>& groups,
-                        std::string_view log_name) {
+void collect_violations(std::string_view log, std::vector<ViolationGroup>& groups, std::string_view log_name,
+                        std::vector<ViolationReport>* reports) {
   size_t at = 0;
   while (at < log.size()) {
     size_t end = log.find('\n', at);
     std::string_view line = log.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at);
     at = end == std::string_view::npos ? log.size() : end + 1;
+    size_t line_start = static_cast<size_t>(line.data() - log.data());
     if (line.starts_with('{')) {
-      if (std::optional<ReportFacts> facts = facts_of_json(line))
-        add_report(std::move(*facts), groups, log_name);
+      if (std::optional<ViolationReport> facts = facts_of_json(line)) {
+        facts->at = line_start;
+        add_report(std::move(*facts), groups, log_name, reports);
+      }
       continue;
     }
     if (line.substr(0, kPrefix.size()) != kPrefix) continue;
@@ -200,7 +229,7 @@ void collect_violations(std::string_view log, std::vector<ViolationGroup>& group
       at = next == std::string_view::npos ? log.size() : next + 1;
     }
     std::string_view block = log.substr(block_start, at - block_start);
-    ReportFacts facts;
+    ViolationReport facts;
     facts.operation = std::string(rest.substr(0, space));
     facts.path = std::move(path);
     facts.shown_path = std::string(rest.substr(space + 1, used));
@@ -215,7 +244,9 @@ void collect_violations(std::string_view log, std::vector<ViolationGroup>& group
                                                                   : why_end - why - kWhy.size()));
     }
     facts.rank = rank_of(line);
-    add_report(std::move(facts), groups, log_name);
+    facts.at = line_start;
+    if (reports) fill_numbers(rest.substr(space + 1 + used), line, facts);
+    add_report(std::move(facts), groups, log_name, reports);
   }
 }
 

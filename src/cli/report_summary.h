@@ -28,12 +28,34 @@ struct ViolationGroup {
   std::vector<std::string> paths_seen;
 };
 
+// One report, from either format (the numbers as written: "" when the report has none).
+struct ViolationReport {
+  std::string operation;
+  std::string path;
+  std::string shown_path;
+  std::string first_line;
+  bool fixed_by_enforce = false;
+  std::string site;
+  std::string why;
+  std::string rank;
+  std::string pid;
+  std::string offset;
+  std::string bytes;
+  std::string end_of_file;
+  std::string outcome;  // refused, aborted, let_through, audit, kernel_refuses
+  size_t at = 0;        // where its first line starts in the log
+};
+
+// Reads the escaped path at the start of `text` (src/report/escape.h): quoted up to the closing quote, or
+// up to the first space. Returns the characters consumed, or 0 if malformed.
+size_t read_escaped_path(std::string_view text, std::string& path);
+
 // The call site of a report block (its lines after the first): see ViolationGroup::site.
 std::string call_site_of(std::string_view block);
 
 // Adds the violations found in `log` (any text; non-report lines are ignored) to `groups`, keeping the
-// order in which groups first appear.
+// order in which groups first appear; and each report to `reports`, when given.
 void collect_violations(std::string_view log, std::vector<ViolationGroup>& groups,
-                        std::string_view log_name = "");
+                        std::string_view log_name = "", std::vector<ViolationReport>* reports = nullptr);
 
 }  // namespace appendguard

@@ -315,6 +315,7 @@ void format_trace_json(TextBuffer& out, const TraceEvent& e, const ProcessIdenti
   }
   out.add(",\"result\":{}", e.result < 0 ? -1 : e.result);
   if (e.result < 0) out.add(",\"errno\":\"{}\"", errno_name(e.error));
+  if (e.time_us != 0) out.add(",\"time\":{}.{:06}", e.time_us / 1000000, e.time_us % 1000000);
   out.add_text("}\n");
 }
 
@@ -336,6 +337,7 @@ void format_trace(TextBuffer& out, const TraceEvent& e, const ProcessIdentity& w
   out.add("appendguard: trace: pid={} tid={} {} fd={} ", who.pid, who.tid, e.operation, e.fd);
   add_escaped_path(out, e.path);
   out.add_text(" ");
+  if (e.time_us != 0) out.add("time={}.{:06} ", e.time_us / 1000000, e.time_us % 1000000);
   format_trace_detail(out, e);
   if (e.result < 0) {
     out.add(" -> -1 {}\n", errno_name(e.error));

@@ -81,6 +81,9 @@ struct TraceEvent {
   int error = 0;                         // errno when result < 0
   const TraceNumber* numbers = nullptr;  // the detail's first part: "name=value" joined by spaces
   int number_count = 0;
+  // When it happened: microseconds since the epoch (CLOCK_REALTIME), written "time=S.UUUUUU" before the
+  // detail (text) or "time":S.UUUUUU (JSON); 0: not written.
+  unsigned long long time_us = 0;
 };
 void format_trace(TextBuffer& out, const TraceEvent& e, const ProcessIdentity& who);
 // The detail as format_trace writes it: the numbers, then `detail`.

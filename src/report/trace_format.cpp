@@ -210,7 +210,21 @@ void append_trace_head(FastText& out, std::string_view prefix, const TraceEvent&
   }
 }
 
+void FastText::microseconds(unsigned long long time_us) {
+  unsigned_number(time_us / 1000000);
+  character('.');
+  char digits[6];
+  unsigned long long fraction = time_us % 1000000;
+  for (int i = 5; i >= 0; --i, fraction /= 10) digits[i] = static_cast<char>('0' + fraction % 10);
+  text({digits, sizeof digits});
+}
+
 void append_trace_tail(FastText& out, const TraceEvent& e, bool json) {
+  if (!json && e.time_us != 0) {
+    out.text("time=");
+    out.microseconds(e.time_us);
+    out.character(' ');
+  }
   append_numbers(out, e);
   if (json) {
     out.json_text(e.detail);
@@ -220,6 +234,10 @@ void append_trace_tail(FastText& out, const TraceEvent& e, bool json) {
       out.text(",\"errno\":\"");
       out.text(errno_name(e.error));
       out.character('"');
+    }
+    if (e.time_us != 0) {
+      out.text(",\"time\":");
+      out.microseconds(e.time_us);
     }
     out.text("}\n");
     return;

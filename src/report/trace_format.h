@@ -28,7 +28,8 @@ class FastText {
   }
   void unsigned_number(unsigned long long value);
   void signed_number(long long value);
-  void hex(unsigned long long value);  // lower case, no prefix
+  void hex(unsigned long long value);             // lower case, no prefix
+  void microseconds(unsigned long long time_us);  // "S.UUUUUU": seconds, six digits of fraction
   // A path as add_escaped_path(out, path) writes it (escaped, quoted when it has a space or a quote).
   void path(std::string_view p);
   // A JSON string as add_json_string writes it; json_text: the same without the quotes.

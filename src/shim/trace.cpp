@@ -4,6 +4,7 @@
 #include "shim/trace.h"
 
 #include <stdarg.h>
+#include <time.h>
 
 #include <cstdio>
 
@@ -21,6 +22,13 @@ TraceEvent event_of(const char* operation, int fd, const char* path, long long r
   e.path = path;
   e.result = result;
   e.error = error;
+  // The time of the line, for `appendguard report --html` (lines of different threads and processes are
+  // not in time order in the log): clock_gettime through the vDSO, no system call.
+  struct timespec now = {};
+  if (clock_gettime(CLOCK_REALTIME, &now) == 0) {
+    e.time_us = static_cast<unsigned long long>(now.tv_sec) * 1000000ULL +
+                static_cast<unsigned long long>(now.tv_nsec) / 1000ULL;
+  }
   return e;
 }
 

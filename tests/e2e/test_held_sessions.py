@@ -285,8 +285,8 @@ class LocalDiskWithHold(harness.TempDirTest):
         _, lines = self.run_code(code, self.dir)
         commits = [line for line in lines if "held session committed" in line]
         self.assertEqual(len(commits), 1, lines)
-        self.assertIn("/0.safetensors held session committed because 64 files were held (the oldest goes first)",
-                      commits[0])
+        self.assertRegex(commits[0], r"/0\.safetensors time=\d+\.\d{6} held session committed because 64 files were "
+                                     r"held \(the oldest goes first\)")
 
     def test_a_second_close_fails_ebadf_and_dup2_onto_the_number_commits_first(self):
         code = self.HEADER + ("fd = header(sys.argv[1])\nos.close(fd)\n"

@@ -135,7 +135,17 @@ TEST_CASE("hand-formatted trace lines equal the reference text and JSON formats"
   e.number_count = 2;
   CHECK(fast(e, 8089, 8089, false) ==
         "appendguard: trace: pid=8089 tid=8089 write fd=3 /ckpt/a.safetensors bytes=64 offset=6399936 -> "
-        "4000\n");
+        "4000\n");  // The time of the line (report --html): before the detail in text, a member in JSON, the
+                    // same both ways.
+  e.time_us = 1764871234000042ULL;
+  CHECK(
+      fast(e, 8089, 8089, false) ==
+      "appendguard: trace: pid=8089 tid=8089 write fd=3 /ckpt/a.safetensors time=1764871234.000042 bytes=64 "
+      "offset=6399936 -> 4000\n");
+  CHECK(fast(e, 8089, 8089, false) == reference(e, 8089, 8089, false));
+  CHECK(fast(e, 8089, 8089, true) == reference(e, 8089, 8089, true));
+  CHECK(fast(e, 8089, 8089, true).find(",\"result\":4000,\"time\":1764871234.000042}\n") !=
+        std::string::npos);
 }
 
 namespace {

@@ -1,0 +1,211 @@
+#include "cli/report_command.h"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string_view>
+
+#include "cli/input_file.h"
+#include "cli/report_html.h"
+#include "cli/report_summary.h"
+#include "cli/timeline.h"
+
+namespace appendguard {
+
+const char* const kReportUsage =
+    "usage: appendguard report [--json] [--html OUT.html] LOG... (or - for standard input)\n"
+    "Reads report logs (APPENDGUARD_LOG files, captured stderr) and prints the violations grouped by call\n"
+    "site across ranks (the innermost Python frame, else the first native frame outside libc and the\n"
+    "library; by operation and file for reports without a stack), with a count, the ranks, the first\n"
+    "report and its log. Audit findings that enforce mode fixes are listed, not counted.\n"
+    "  --json          one JSON object: violations, fixed_by_enforce, logs, groups[]\n"
+    "  --html OUT.html also writes one self-contained page: a summary table and, per guarded file, a\n"
+    "                  timeline of its writes, seeks, opens, truncations and refusals (from the trace lines\n"
+    "                  of APPENDGUARD_TRACE=1 logs; violation reports alone without them)\n"
+    "Exit status: 0 no violation, 1 violations found, 2 bad arguments or a log that could not be read.\n";
+
+namespace {
+
+constexpr size_t kMaxStandardInput = size_t{1} << 30;
+constexpr size_t kMaxLine = size_t{1} << 20;
+constexpr const char* kAccepted = "accepted: --json, --html OUT.html, --help, LOG... (- for standard input)";
+
+std::string json_string(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20 || u == 0x7f) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", u);
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+void print_json(const std::vector<ViolationGroup>& groups, size_t total, size_t fixed, size_t logs) {
+  std::string out = "{\"violations\":" + std::to_string(total) +
+                    ",\"fixed_by_enforce\":" + std::to_string(fixed) + ",\"logs\":" + std::to_string(logs) +
+                    ",\"groups\":[";
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const ViolationGroup& g = groups[i];
+    std::string ranks;
+    for (const std::string& r : g.ranks) ranks += (ranks.empty() ? "" : ",") + json_string(r);
+    out += (i ? "," : "") + std::string("{\"operation\":") + json_string(g.operation) +
+           ",\"site\":" + json_string(g.site) + ",\"count\":" + std::to_string(g.count) +
+           ",\"fixed_by_enforce\":" + (g.fixed_by_enforce ? "true" : "false") + ",\"ranks\":[" + ranks +
+           "],\"files\":" + std::to_string(g.files) + ",\"path\":" + json_string(g.path) +
+           ",\"why\":" + json_string(g.why) + ",\"first\":" + json_string(g.first_line) +
+           ",\"log\":" + json_string(g.first_log) + "}";
+  }
+  std::printf("%s]}\n", out.c_str());
+}
+
+void print_text(const std::vector<ViolationGroup>& groups, size_t total, size_t fixed, size_t counted_groups,
+                size_t logs) {
+  std::printf(
+      "appendguard report: %zu violation%s in %zu group%s (call site, else operation and file) from "
+      "%zu log%s",
+      total, total == 1 ? "" : "s", counted_groups, counted_groups == 1 ? "" : "s", logs,
+      logs == 1 ? "" : "s");
+  if (fixed)
+    std::printf("; %zu audit finding%s fixed by enforce mode, not counted", fixed, fixed == 1 ? "" : "s");
+  std::printf("\n");
+  for (const ViolationGroup& g : groups) {
+    std::printf("\n%6zu x %s %s%s\n", g.count, g.operation.c_str(), g.shown_path.c_str(),
+                g.fixed_by_enforce ? "  [fixed by enforce mode]" : "");
+    if (!g.site.empty()) std::printf("         at: %s\n", g.site.c_str());
+    if (g.files > 1) std::printf("         files: %zu (the first shown)\n", g.files);
+    if (!g.ranks.empty()) {
+      std::string ranks;
+      for (const std::string& r : g.ranks) ranks += (ranks.empty() ? "" : ",") + r;
+      std::printf("         ranks: %s\n", ranks.c_str());
+    }
+    std::printf("         first: %s\n", g.first_line.c_str());
+    if (!g.first_log.empty()) std::printf("         log: %s\n", g.first_log.c_str());
+    if (!g.why.empty()) std::printf("         why: %s\n", g.why.c_str());
+  }
+}
+
+// The page, written next to its final name and renamed over it: a reader never sees half a page.
+bool write_page(const std::string& path, const std::string& page) {
+  std::string partial = path + ".partial";
+  {
+    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+    out << page;
+    out.flush();
+    if (!out) {
+      int error = errno;
+      std::remove(partial.c_str());
+      std::fprintf(stderr, "appendguard report: cannot write '%s': %s\n", path.c_str(), std::strerror(error));
+      return false;
+    }
+  }
+  if (std::rename(partial.c_str(), path.c_str()) != 0) {
+    int error = errno;
+    std::remove(partial.c_str());
+    std::fprintf(stderr, "appendguard report: cannot write '%s': %s\n", path.c_str(), std::strerror(error));
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int report_command(const std::vector<std::string>& args) {
+  // CLI11 reads the options; an argument it does not know is one line and status 2 (never a log name).
+  CLI::App app{"appendguard report"};
+  app.set_help_flag();
+  app.allow_extras();
+  bool json = false;
+  bool help = false;
+  std::string html;
+  std::vector<std::string> logs;
+  app.add_flag("--json", json);
+  app.add_flag("-h,--help", help);
+  app.add_option("--html", html);
+  app.add_option("logs", logs);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "appendguard report: %s: %s\n", e.what(), kAccepted);
+    return 2;
+  }
+  if (help) return std::fputs(kReportUsage, stdout), 0;
+  for (const std::string& extra : app.remaining()) {
+    if (extra == "--") continue;
+    std::fprintf(stderr, "appendguard report: unknown option '%s': %s\n", extra.c_str(), kAccepted);
+    return 2;
+  }
+  if (app.count("--html") && html.empty()) {
+    std::fprintf(stderr, "appendguard report: --html needs a file name: %s\n", kAccepted);
+    return 2;
+  }
+  if (logs.empty()) {
+    std::fprintf(
+        stderr,
+        "appendguard report: no log given: usage: appendguard report [--json] [--html OUT.html] LOG... "
+        "(- for stdin)\n");
+    return 2;
+  }
+  Timelines timelines;
+  for (size_t i = 0; i < logs.size(); ++i) {
+    const std::string& name = logs[i];
+    // Only regular files, or standard input up to a bound: never a directory, a FIFO nobody writes to or
+    // /dev/zero.
+    InputFile in =
+        name == "-" ? read_bounded(STDIN_FILENO, kMaxStandardInput, kMaxLine) : read_regular_file(name);
+    if (!in.ok) {
+      std::fprintf(stderr, "appendguard report: cannot read '%s': %s\n",
+                   name == "-" ? "standard input" : name.c_str(), in.error.c_str());
+      return 2;
+    }
+    std::string_view log_name = name == "-" ? "(standard input)" : std::string_view(name);
+    if (html.empty()) {
+      collect_violations(in.data, timelines.groups, log_name);
+    } else {
+      add_log(in.data, log_name, i, timelines);
+    }
+  }
+  const std::vector<ViolationGroup>& groups = timelines.groups;
+  size_t total = 0;
+  size_t fixed = 0;
+  size_t counted_groups = 0;
+  for (const ViolationGroup& g : groups) {
+    (g.fixed_by_enforce ? fixed : total) += g.count;
+    if (!g.fixed_by_enforce) ++counted_groups;
+  }
+  if (!html.empty()) {
+    finish(timelines);
+    HtmlOptions options;
+    options.logs = logs;
+    if (!write_page(html, render_html(timelines, options))) return 2;
+    size_t writes = 0;
+    for (const FileTimeline& f : timelines.files) writes += f.writes;
+    if (!json) {
+      std::printf("appendguard report: wrote %s: %zu file%s, %zu write%s, %zu violation%s in %zu group%s\n",
+                  html.c_str(), timelines.files.size(), timelines.files.size() == 1 ? "" : "s", writes,
+                  writes == 1 ? "" : "s", total, total == 1 ? "" : "s", counted_groups,
+                  counted_groups == 1 ? "" : "s");
+      return total ? 1 : 0;
+    }
+  }
+  if (json) {
+    print_json(groups, total, fixed, logs.size());
+  } else {
+    print_text(groups, total, fixed, counted_groups, logs.size());
+  }
+  return total ? 1 : 0;
+}
+
+}  // namespace appendguard
