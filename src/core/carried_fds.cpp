@@ -103,6 +103,12 @@ size_t format_carried_fds(CarrierReader reader, const CarriedFd* fds, size_t cou
   return written;
 }
 
+size_t count_carried_records(const char* text) {
+  size_t count = 0;
+  for (const char* s = text; s && *s; ++s) count += *s == ';';
+  return count;
+}
+
 size_t parse_carried_fds(const char* text, pid_t self, pid_t parent, CarriedFd* out, size_t capacity) {
   if (!text) return 0;
   const char* s = text;

@@ -17,7 +17,8 @@
 namespace appendguard {
 
 inline constexpr char kCarriedFdsVariable[] = "APPENDGUARD_CARRIED_FDS";
-inline constexpr size_t kMaxCarriedFds = 128;
+// The longest record: ';' and six hex numbers of at most 16 digits with their commas.
+inline constexpr size_t kMaxCarriedRecordLength = 1 + 6 * 16 + 5;
 
 struct CarriedFd {
   int fd = -1;
@@ -34,10 +35,19 @@ struct CarrierReader {
   bool is_child;  // `pid` is the reader's parent
 };
 
+// The capacity format_carried_fds needs for `count` records ("NAME=pPID" and the NUL included): with it
+// no record is left out.
+constexpr size_t carried_fds_capacity(size_t count) {
+  return sizeof kCarriedFdsVariable + 2 + 16 + count * kMaxCarriedRecordLength;
+}
+
 // Writes "NAME=PID;..." into `out` (NUL-terminated). Records that do not fit are left out; returns how
 // many were written.
 size_t format_carried_fds(CarrierReader reader, const CarriedFd* fds, size_t count, char* out,
                           size_t capacity);
+
+// How many records a value holds at most (its ';'): the size of the array parse_carried_fds fills.
+size_t count_carried_records(const char* text);
 
 // Parses the variable's value in process `self` whose parent is `parent`. Returns the number of records
 // (at most `capacity`), or 0 when the value is malformed or was not meant for this process.

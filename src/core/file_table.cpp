@@ -102,6 +102,7 @@ TrackedFile* FileTable::acquire_file(dev_t device, ino_t inode, uint64_t size) {
   f->descriptions = 1;
   f->next_free = nullptr;
   live_files_[live_file_count_++] = f;
+  live_file_count_published_.store(live_file_count_, std::memory_order_relaxed);
   return f;
 }
 
@@ -123,8 +124,12 @@ Description* FileTable::track(int fd, const OpenRecord& record) {
   {
     FileLockGuard file_guard(file);
     // A file already open here may have bytes the filesystem does not report yet (HDFS shows only
-    // flushed data), so the larger end wins, unless this open truncated the file.
-    if (record.truncated || file->descriptions == 1 || record.size > file->end_of_file) {
+    // flushed data), so the larger end wins, unless this open truncated the file. A size within a
+    // deferred preallocation is not the program's bytes: the kernel may hold the reserved zeros already
+    // (shim/deferred_prealloc.cpp), and the writes go on where the program's bytes end.
+    const bool within_reservation = file->reserved_size != 0 && record.size <= file->reserved_size;
+    if (record.truncated || file->descriptions == 1 ||
+        (record.size > file->end_of_file && !within_reservation)) {
       file->end_of_file = record.size;
     }
     if (record.truncated) file->reserved_size = 0;
@@ -162,6 +167,7 @@ void FileTable::release_file(TrackedFile* file) {
   for (size_t i = 0; i < live_file_count_; ++i) {
     if (live_files_[i] == file) {
       live_files_[i] = live_files_[--live_file_count_];
+      live_file_count_published_.store(live_file_count_, std::memory_order_relaxed);
       break;
     }
   }
@@ -237,6 +243,27 @@ bool FileTable::is_last_descriptor_of_file(int fd) {
   return d && d->descriptors == 1 && d->file && d->file->descriptions == 1;
 }
 
+bool FileTable::tracks_file(dev_t device, ino_t inode) {
+  RegistryGuard guard(registry_);
+  for (size_t i = 0; i < live_file_count_; ++i) {
+    if (live_files_[i]->device == device && live_files_[i]->inode == inode) return true;
+  }
+  return false;
+}
+
+size_t FileTable::descriptors_of_file(dev_t device, ino_t inode, int* out, size_t capacity) {
+  RegistryGuard guard(registry_);
+  size_t count = 0;
+  int highest = highest_fd();
+  for (int fd = 0; fd <= highest; ++fd) {
+    Description* d = lookup(fd);
+    if (!d || d->file->device != device || d->file->inode != inode) continue;
+    if (count < capacity) out[count] = fd;
+    ++count;
+  }
+  return count;
+}
+
 bool FileTable::end_of_file_of(dev_t device, ino_t inode, uint64_t& end_of_file) {
   RegistryGuard guard(registry_);
   for (size_t i = 0; i < live_file_count_; ++i) {
@@ -297,6 +324,18 @@ WriteTotals FileTable::write_totals() {
     totals.bytes += live_files_[i]->bytes_written.load(std::memory_order_relaxed);
   }
   return totals;
+}
+
+void FileTable::after_raw_fork_parent() {
+  RegistryGuard guard(registry_);
+  mark_offsets_shared();
+}
+
+void FileTable::after_raw_fork_child() {
+  sigset_t mask;
+  set_signal_mask(SIG_BLOCK, nullptr, &mask);
+  mask_before_fork_ = mask;
+  after_fork_child();
 }
 
 void FileTable::after_fork_child() {

@@ -185,6 +185,14 @@ class FileTable {
     return slots_[static_cast<unsigned>(fd) & (kMaxTrackedFd - 1)].load(std::memory_order_acquire) == d;
   }
   bool any_tracked() const { return highest_fd_plus_one_.load(std::memory_order_relaxed) > 0; }
+  // Whether some file is open here (one relaxed load): false in every process that tracks nothing now,
+  // so that a write open of an unguarded name looks for the file by identity only when there is one.
+  bool any_live_file() const { return live_file_count_published_.load(std::memory_order_relaxed) != 0; }
+  // Whether file (device, inode) is open here through some tracked descriptor.
+  bool tracks_file(dev_t device, ino_t inode);
+  // The descriptors tracked here whose file is (device, inode), lowest first, up to `capacity`; returns
+  // how many there are (possibly more than `capacity`).
+  size_t descriptors_of_file(dev_t device, ino_t inode, int* out, size_t capacity);
   // Whether the failures of untracked writes are looked at (shim/unguarded_notice.h): set when some FUSE
   // mount is not guarded whole. Kept here, beside the slots, so the untracked path tests it at the address
   // it has already, in one instruction: a plain bool, written only when the mount table changes it (at
@@ -236,6 +244,11 @@ class FileTable {
   void before_fork();
   void after_fork_parent();
   void after_fork_child();
+  // A child process started by a path the atfork handlers do not see (a raw fork or clone3 system call):
+  // in the parent, the offsets are now shared; in the child (with its own memory), what after_fork_child
+  // does, without the signal mask of a before_fork that never ran.
+  void after_raw_fork_parent();
+  void after_raw_fork_child();
 
   int highest_fd() const { return highest_fd_plus_one_.load(std::memory_order_relaxed) - 1; }
 
@@ -264,6 +277,7 @@ class FileTable {
   TrackedFile* free_files_ = nullptr;
   TrackedFile** live_files_ = nullptr;  // files with open descriptions, found by identity
   size_t live_file_count_ = 0;
+  std::atomic<size_t> live_file_count_published_{0};  // live_file_count_, for any_live_file()
   size_t live_file_capacity_ = 0;
   WriteTotals released_writes_;  // of files released (registry_ held)
 };
