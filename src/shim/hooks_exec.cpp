@@ -26,6 +26,39 @@ namespace {
 
 constexpr size_t kMaxEnvironment = 1 << 16;
 
+// The settings that decide which descriptors are guarded, as this process read them at start-up, and as
+// an exec passes them on: when they are the same, the records of an exact exec are every guarded
+// descriptor the new program holds (CarrierReader::complete). FNV-1a over the two values, an unset one
+// told apart from an empty one.
+constexpr const char* kGuardingVariables[] = {"APPENDGUARD_PATHS", "APPENDGUARD_FS"};
+constinit uint64_t g_guarding_settings = 0;
+
+uint64_t mix(uint64_t hash, const char* text, bool with_terminator) {
+  for (const char* c = text; *c; ++c) hash = (hash ^ static_cast<unsigned char>(*c)) * 0x100000001b3ULL;
+  return with_terminator ? (hash ^ 0xffU) * 0x100000001b3ULL : hash;
+}
+
+template <typename Lookup>
+uint64_t guarding_settings(Lookup&& lookup) {
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  for (const char* name : kGuardingVariables) {
+    const char* value = lookup(name);
+    hash = mix(hash, value ? "set:" : "unset", true);
+    if (value) hash = mix(hash, value, true);
+  }
+  return hash;
+}
+
+uint64_t guarding_settings_in(char* const* envp, size_t entries) {
+  return guarding_settings([&](const char* name) -> const char* {
+    const size_t n = std::strlen(name);
+    for (size_t i = 0; i < entries; ++i) {
+      if (std::strncmp(envp[i], name, n) == 0 && envp[i][n] == '=') return envp[i] + n + 1;
+    }
+    return nullptr;
+  });
+}
+
 // Which tracked descriptors the new program may hold. `exact`: the table knows every descriptor of this
 // process (an exec by the process itself: its dup2s are in the table), so exactly those that survive the
 // exec are carried, close-on-exec ones skipped. Otherwise (a spawn, whose file actions dup2 our
@@ -103,13 +136,18 @@ int exec_carrying(const char* operation, char* const* envp, Exec&& exec, bool sp
   }
   // The buffered trace lines of this program; not from a vfork child (they are its parent's to write).
   if (current_mode() != Mode::kOff && tracing() && owns_file_table()) flush_all_traces();
-  if (current_mode() == Mode::kOff || !g_files.any_tracked()) return exec(envp);
+  if (current_mode() == Mode::kOff) return exec(envp);
+  // An exec by the process itself under the same guarding settings tells the new program that the records
+  // are every guarded descriptor it holds (even none), so that it does not look at the others (issue 27).
   const bool exact = !spawns && owns_file_table();
-  size_t count = 0;
-  for_each_carried(exact, [&](int, Description*) { ++count; });
   size_t entries = 0;
   while (envp && envp[entries] && entries < kMaxEnvironment) ++entries;
-  if (count == 0 || entries >= kMaxEnvironment) return exec(envp);
+  const bool complete =
+      exact && entries < kMaxEnvironment && guarding_settings_in(envp, entries) == g_guarding_settings;
+  if (!complete && !g_files.any_tracked()) return exec(envp);
+  size_t count = 0;
+  for_each_carried(exact, [&](int, Description*) { ++count; });
+  if ((count == 0 && !complete) || entries >= kMaxEnvironment) return exec(envp);
   const size_t records_bytes = count * sizeof(CarriedFd);
   CarrierMemory memory(records_bytes + carried_fds_capacity(count));
   if (!memory.get()) {
@@ -130,7 +168,7 @@ int exec_carrying(const char* operation, char* const* envp, Exec&& exec, bool sp
     f.position = d->position;
   });
   count = n;
-  format_carried_fds({static_cast<pid_t>(syscall(SYS_getpid)), spawns}, fds, count, carrier,
+  format_carried_fds({static_cast<pid_t>(syscall(SYS_getpid)), spawns, complete}, fds, count, carrier,
                      carried_fds_capacity(count));
   char** carried_envp = static_cast<char**>(__builtin_alloca((entries + 2) * sizeof(char*)));
   size_t e = 0;
@@ -152,6 +190,14 @@ int exec_carrying(const char* operation, char* const* envp, Exec&& exec, bool sp
   }
   return result;
 }
+
+}  // namespace
+
+void appendguard::remember_guarding_settings() {
+  g_guarding_settings = guarding_settings([](const char* name) { return secure_getenv(name); });
+}
+
+namespace {
 
 // execl and friends: the variable arguments as an argv array on the stack.
 // NOLINTBEGIN(bugprone-macro-parentheses): argv is the name of the array the macro declares.

@@ -71,11 +71,21 @@ void adopt_inherited_descriptors() {
   size_t capacity = count_carried_records(text);
   // Freed at the end of the adoption; as many records as the exec'ing process carried (no cap).
   CarriedFd* carried = capacity ? new (std::nothrow) CarriedFd[capacity] : nullptr;
-  size_t carried_count =
-      carried
-          ? parse_carried_fds(text, raw_getpid(), static_cast<pid_t>(syscall(SYS_getppid)), carried, capacity)
-          : 0;
+  bool complete = false;
+  size_t carried_count = capacity && !carried
+                             ? 0
+                             : parse_carried_fds(text, raw_getpid(), static_cast<pid_t>(syscall(SYS_getppid)),
+                                                 carried, capacity, &complete);
   unsetenv(kCarriedFdsVariable);  // the program's environment stays as it was given
+  if (complete) {
+    // The records are every guarded descriptor inherited (core/carried_fds.h, CarrierReader::complete):
+    // the work is the records', not every inherited descriptor's (issue 27).
+    for (size_t i = 0; i < carried_count; ++i) {
+      adopt_if_guarded(carried[i].fd, "(inherited)", carried, carried_count);
+    }
+    delete[] carried;
+    return;
+  }
   DIR* dir = opendir("/proc/self/fd");
   if (!dir) {
     delete[] carried;
@@ -126,6 +136,7 @@ void initialize() {
   g_owner_pid.store(raw_getpid(), std::memory_order_relaxed);
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
   load_mount_table();
+  remember_guarding_settings();
   adopt_inherited_descriptors();
   // Registered before the handlers below, so it runs after them: after the reservations are filled.
   if (g_config->summary) enable_summary_at_exit([] { return g_files.write_totals(); });

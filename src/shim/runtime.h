@@ -65,6 +65,11 @@ bool owns_file_table();
 // file table: its write opens of guarded files are left exactly as asked, with one line
 // (open_in_child_sharing_memory, shim/descriptor_identity.h). A child with memory of its own takes the
 // table over, as after fork().
+// At start-up: the settings that decide which descriptors are guarded (APPENDGUARD_PATHS, APPENDGUARD_FS),
+// so that an exec under the same settings tells the new program that the descriptors it carries are all
+// the guarded ones (shim/hooks_exec.cpp).
+void remember_guarding_settings();
+
 void raw_child_started_in_parent(bool shares_memory);
 void raw_child_started_in_child(bool shares_memory);
 

@@ -1,7 +1,7 @@
 """Descriptors and file identity (issue 24, items 2, 3, 4, 5, 7, 16), each run against the library."""
 import os
 
-from harness import PYTHON, TempDirTest, program, read_bytes, results, run, violations
+from harness import PRELOAD, PYTHON, TempDirTest, program, read_bytes, results, run, violations
 
 PROBE = "descriptors"
 NOTICE = "appendguard:"
@@ -156,3 +156,20 @@ class HeldSessionsUseDescriptorsTest(TempDirTest):
         for i in range(200):
             self.assertEqual(read_bytes(self.path("f%d.safetensors" % i)), b"%09d\ntail" % i)
         self.assertEqual(violations(proc.stderr), [], proc.stderr)
+
+
+class ExecWorkTest(TempDirTest):
+    """Issue 27: an exec's new program looks at the guarded descriptors carried, not at every one inherited."""
+
+    def work(self, inherited):
+        env = {"LD_PRELOAD": PRELOAD + ":" + program("libcount_calls.so"), "COUNT_CALLS_IN": "true"}
+        proc = run([program(PROBE), "exec_many", self.dir, str(inherited), "1"], **env)
+        self.assertOk(proc)
+        return int(proc.stderr.split("count_calls: true=")[1].split()[0])
+
+    def test_the_work_follows_the_guarded_descriptors_not_the_inherited_ones(self):
+        # Before: the new program read /proc/self/fd and called fcntl, readlink and fstat on each of them:
+        # about 3 calls more per inherited descriptor (6,000 more with 2,000).
+        few, many = self.work(0), self.work(2000)
+        self.assertGreater(few, 0)  # the counting library did see the adoption's calls
+        self.assertLess(many - few, 20, (few, many))

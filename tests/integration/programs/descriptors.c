@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static void show(const char* key, long result) {
@@ -207,6 +208,37 @@ static int case_prealloc_reader(const char* path) {
   return 0;
 }
 
+// ---------------------------------------------------------------- issue 27: exec with many descriptors
+
+// `count` inherited descriptors of an unguarded file (dups of one), one inherited guarded descriptor,
+// then `rounds` fork + exec of /bin/true; prints the mean time of one in microseconds.
+static int case_exec_many(const char* dir, int count, int rounds) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/u.bin", dir);
+  int unguarded = open(path, O_WRONLY | O_CREAT, 0644);
+  for (int i = 0; i < count; ++i) {
+    if (dup(unguarded) < 0) return 3;
+  }
+  snprintf(path, sizeof path, "%s/t.safetensors", dir);
+  if (open_existing(path, O_RDWR) < 0) return 3;
+  struct timespec start, end;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  for (int i = 0; i < rounds; ++i) {
+    pid_t child = fork();
+    if (child == 0) {
+      execl("/bin/true", "true", (char*)NULL);
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 4;
+  }
+  clock_gettime(CLOCK_MONOTONIC, &end);
+  double us = ((double)(end.tv_sec - start.tv_sec) * 1e9 + (double)(end.tv_nsec - start.tv_nsec)) / 1e3;
+  printf("fork_exec_us=%.1f\n", us / rounds);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc < 3) return 2;
   const char* c = argv[1];
@@ -218,5 +250,6 @@ int main(int argc, char** argv) {
   if (!strcmp(c, "received_rewritten")) return case_received_rewritten(argv[2]);
   if (!strcmp(c, "alias")) return case_alias(argv[2], argv[3]);
   if (!strcmp(c, "prealloc_reader")) return case_prealloc_reader(argv[2]);
+  if (!strcmp(c, "exec_many")) return case_exec_many(argv[2], atoi(argv[3]), atoi(argv[4]));
   return 2;
 }
