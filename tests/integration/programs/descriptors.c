@@ -239,6 +239,37 @@ static int case_exec_many(const char* dir, int count, int rounds) {
   return 0;
 }
 
+// ---------------------------------------------------------------- issue 27: memory per tracked file
+
+static long rss_kb(void) {
+  FILE* f = fopen("/proc/self/status", "r");
+  char line[256];
+  long kb = -1;
+  while (f && fgets(line, sizeof line, f)) {
+    if (!strncmp(line, "VmRSS:", 6)) kb = atol(line + 6);
+  }
+  if (f) fclose(f);
+  return kb;
+}
+
+// `count` guarded files opened at once (written, so tracked as usual), then all closed: VmRSS before,
+// with them open and after.
+static int case_memory(const char* dir, int count) {
+  int* fds = calloc((size_t)count, sizeof(int));
+  char path[4096];
+  show("rss_before_kb", rss_kb());
+  for (int i = 0; i < count; ++i) {
+    snprintf(path, sizeof path, "%s/m%d.safetensors", dir, i);
+    fds[i] = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fds[i] < 0 || write(fds[i], "x", 1) != 1) return 3;
+  }
+  show("rss_open_kb", rss_kb());
+  for (int i = 0; i < count; ++i) close(fds[i]);
+  show("rss_closed_kb", rss_kb());
+  free(fds);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc < 3) return 2;
   const char* c = argv[1];
@@ -250,6 +281,7 @@ int main(int argc, char** argv) {
   if (!strcmp(c, "received_rewritten")) return case_received_rewritten(argv[2]);
   if (!strcmp(c, "alias")) return case_alias(argv[2], argv[3]);
   if (!strcmp(c, "prealloc_reader")) return case_prealloc_reader(argv[2]);
+  if (!strcmp(c, "memory")) return case_memory(argv[2], atoi(argv[3]));
   if (!strcmp(c, "exec_many")) return case_exec_many(argv[2], atoi(argv[3]), atoi(argv[4]));
   return 2;
 }
