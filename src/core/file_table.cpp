@@ -59,6 +59,30 @@ class FileLockGuard {
   TrackedFile* file_;
 };
 
+// The path of a description being tracked (registry held). Buffers are rounded up to 256 bytes, so a
+// recycled description usually keeps its own; when memory runs out the path is left empty.
+char g_no_path[1] = "";
+void set_path(Description* d, const char* path) {
+  size_t n = std::strlen(path);
+  if (n >= kMaxPath) n = kMaxPath - 1;
+  if (d->path_capacity < n + 1) {
+    const size_t capacity = (n + 1 + 255) & ~size_t{255};
+    if (char* grown = new (std::nothrow) char[capacity]) {
+      d->path = grown;
+      d->path_capacity = capacity;
+    }
+  }
+  if (d->path_capacity < n + 1) {
+    if (d->path_capacity == 0) {
+      d->path = g_no_path;
+      return;
+    }
+    n = d->path_capacity - 1;
+  }
+  std::memcpy(d->path, path, n);
+  d->path[n] = '\0';
+}
+
 }  // namespace
 
 void FileTable::recycle_unpinned(Description* d) {
@@ -148,10 +172,7 @@ Description* FileTable::track(int fd, const OpenRecord& record) {
   d->refs.store(1, std::memory_order_release);
   d->site = record.site ? *record.site : OpenSite{};
   d->seek_site.recorded.store(false, std::memory_order_relaxed);
-  size_t n = std::strlen(record.path);
-  if (n >= kMaxPath) n = kMaxPath - 1;
-  std::memcpy(d->path, record.path, n);
-  d->path[n] = '\0';
+  set_path(d, record.path);
   d->next_free = nullptr;
 
   Description* previous = slots_[fd].exchange(d, std::memory_order_acq_rel);

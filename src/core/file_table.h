@@ -122,7 +122,12 @@ struct Description {
   unsigned reported_once = 0;  // ReportOnce bits: repetitive kinds (reads, mappings) are reported once
   OpenSite site;
   SeekSite seek_site;
-  char path[kMaxPath] = {};
+  // The path as opened, NUL-terminated (at most kMaxPath - 1 characters): out of line, sized to the path
+  // (issue 27: an inline path[4096] made each tracked file cost about 6 KB). Kept with the description
+  // when it is recycled and reused by the next track() if large enough; a larger path gets a new buffer
+  // and the old one is left to any stale reader (never freed, as descriptions are not).
+  char* path = nullptr;
+  size_t path_capacity = 0;
   Description* next_free = nullptr;
 
   PositionState snapshot() const { return {position, file->end_of_file, program_appends, kernel_appends}; }

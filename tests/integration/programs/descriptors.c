@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -255,6 +256,15 @@ static long rss_kb(void) {
 // `count` guarded files opened at once (written, so tracked as usual), then all closed: VmRSS before,
 // with them open and after.
 static int case_memory(const char* dir, int count) {
+  struct rlimit limit;
+  getrlimit(RLIMIT_NOFILE, &limit);
+  if (limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
+  if (limit.rlim_cur != RLIM_INFINITY && (rlim_t)count + 64 > limit.rlim_cur)
+    count = (int)limit.rlim_cur - 64;
+  show("files", count);
   int* fds = calloc((size_t)count, sizeof(int));
   char path[4096];
   show("rss_before_kb", rss_kb());
