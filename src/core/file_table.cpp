@@ -1,5 +1,6 @@
 #include "core/file_table.h"
 
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -59,14 +60,14 @@ class FileLockGuard {
   TrackedFile* file_;
 };
 
-// The path of a description being tracked (registry held). Buffers are rounded up to 256 bytes, so a
+// The path of a description being tracked (registry held). Buffers are rounded up to 64 bytes, so a
 // recycled description usually keeps its own; when memory runs out the path is left empty.
 char g_no_path[1] = "";
 void set_path(Description* d, const char* path) {
   size_t n = std::strlen(path);
   if (n >= kMaxPath) n = kMaxPath - 1;
   if (d->path_capacity < n + 1) {
-    const size_t capacity = (n + 1 + 255) & ~size_t{255};
+    const size_t capacity = (n + 1 + 63) & ~size_t{63};
     if (char* grown = new (std::nothrow) char[capacity]) {
       d->path = grown;
       d->path_capacity = capacity;
@@ -84,6 +85,18 @@ void set_path(Description* d, const char* path) {
 }
 
 }  // namespace
+
+SeekSite* Description::seek_site_for_recording() {
+  if (SeekSite* s = seek_site_.load(std::memory_order_acquire)) return s;
+  void* memory = reinterpret_cast<void*>(syscall(SYS_mmap, nullptr, sizeof(SeekSite), PROT_READ | PROT_WRITE,
+                                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  if (memory == MAP_FAILED) return nullptr;
+  auto* made = new (memory) SeekSite();
+  SeekSite* expected = nullptr;
+  if (seek_site_.compare_exchange_strong(expected, made, std::memory_order_acq_rel)) return made;
+  syscall(SYS_munmap, memory, sizeof(SeekSite));  // another thread made one first
+  return expected;
+}
 
 void FileTable::recycle_unpinned(Description* d) {
   RegistryGuard guard(registry_);
@@ -171,7 +184,7 @@ Description* FileTable::track(int fd, const OpenRecord& record) {
   d->descriptors = 1;
   d->refs.store(1, std::memory_order_release);
   d->site = record.site ? *record.site : OpenSite{};
-  d->seek_site.recorded.store(false, std::memory_order_relaxed);
+  d->forget_seek_site();
   set_path(d, record.path);
   d->next_free = nullptr;
 

@@ -121,9 +121,25 @@ struct Description {
   uint32_t descriptors = 0;    // guarded by the table's registry lock
   unsigned reported_once = 0;  // ReportOnce bits: repetitive kinds (reads, mappings) are reported once
   OpenSite site;
-  SeekSite seek_site;
+  // Where a seek last left the end (SeekSite, about 1.7 KB): out of line, made at the first seek that
+  // records one (issue 27: inline, it was most of the memory of every tracked file, though few
+  // descriptions ever seek away from the end); kept with the description when it is recycled, never freed.
+  std::atomic<SeekSite*> seek_site_{nullptr};
+  // The site to record into, made if there is none yet (with mmap: a seek may come from a signal
+  // handler); null when memory runs out.
+  SeekSite* seek_site_for_recording();
+  // The recorded site, or null (for a report: it reads `recorded` itself).
+  const SeekSite* seek_site() const { return seek_site_.load(std::memory_order_acquire); }
+  bool seek_site_recorded() const {
+    const SeekSite* s = seek_site();
+    return s && s->recorded.load(std::memory_order_relaxed);
+  }
+  void forget_seek_site() {
+    if (SeekSite* s = seek_site_.load(std::memory_order_acquire))
+      s->recorded.store(false, std::memory_order_relaxed);
+  }
   // The path as opened, NUL-terminated (at most kMaxPath - 1 characters): out of line, sized to the path
-  // (issue 27: an inline path[4096] made each tracked file cost about 6 KB). Kept with the description
+  // (issue 27: an inline path[4096] made each tracked file cost about 6 KB), rounded up to 64 bytes. Kept with the description
   // when it is recycled and reused by the next track() if large enough; a larger path gets a new buffer
   // and the old one is left to any stale reader (never freed, as descriptions are not).
   char* path = nullptr;

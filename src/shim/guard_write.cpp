@@ -47,7 +47,7 @@ bool refuse_or_report_write(const char* operation, int fd, Description* d, const
   v.landing_offset = write.landing_offset;
   // At the position: where a seek of this process moved it away from the end, if one did.
   if (write.verdict == WriteVerdict::kNotAtEnd && !write.has_offset && !write.moved_by_another_process)
-    v.left_end_at = &d->seek_site;
+    v.left_end_at = d->seek_site();
   if (raise_violation(v)) return true;
   int error = errno;
   if (tracing()) {
