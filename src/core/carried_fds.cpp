@@ -75,6 +75,7 @@ size_t format_carried_fds(CarrierReader reader, const CarriedFd* fds, size_t cou
   Writer w(out, capacity);
   w.text(kCarriedFdsVariable);
   w.put('=');
+  if (reader.complete && !reader.is_child) w.put('c');
   if (reader.is_child) w.put('p');
   w.hex(static_cast<uint64_t>(reader.pid));
   size_t written = 0;
@@ -103,9 +104,19 @@ size_t format_carried_fds(CarrierReader reader, const CarriedFd* fds, size_t cou
   return written;
 }
 
-size_t parse_carried_fds(const char* text, pid_t self, pid_t parent, CarriedFd* out, size_t capacity) {
+size_t count_carried_records(const char* text) {
+  size_t count = 0;
+  for (const char* s = text; s && *s; ++s) count += *s == ';';
+  return count;
+}
+
+size_t parse_carried_fds(const char* text, pid_t self, pid_t parent, CarriedFd* out, size_t capacity,
+                         bool* complete) {
+  if (complete) *complete = false;
   if (!text) return 0;
   const char* s = text;
+  const bool says_complete = *s == 'c';
+  if (says_complete) ++s;
   const bool for_child = *s == 'p';
   if (for_child) ++s;
   uint64_t pid = 0;
@@ -125,7 +136,9 @@ size_t parse_carried_fds(const char* text, pid_t self, pid_t parent, CarriedFd* 
     f.effective_flags = static_cast<int>(effective);
     out[count++] = f;
   }
-  return *s == '\0' ? count : 0;
+  if (*s != '\0') return 0;
+  if (complete) *complete = says_complete && !for_child;
+  return count;
 }
 
 const CarriedFd* match_carried_fd(const CarriedFd* fds, size_t count, int fd, uint64_t device, uint64_t inode,

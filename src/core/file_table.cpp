@@ -1,5 +1,6 @@
 #include "core/file_table.h"
 
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -59,7 +60,43 @@ class FileLockGuard {
   TrackedFile* file_;
 };
 
+// The path of a description being tracked (registry held). Buffers are rounded up to 64 bytes, so a
+// recycled description usually keeps its own; when memory runs out the path is left empty.
+char g_no_path[1] = "";
+void set_path(Description* d, const char* path) {
+  size_t n = std::strlen(path);
+  if (n >= kMaxPath) n = kMaxPath - 1;
+  if (d->path_capacity < n + 1) {
+    const size_t capacity = (n + 1 + 63) & ~size_t{63};
+    if (char* grown = new (std::nothrow) char[capacity]) {
+      d->path = grown;
+      d->path_capacity = capacity;
+    }
+  }
+  if (d->path_capacity < n + 1) {
+    if (d->path_capacity == 0) {
+      d->path = g_no_path;
+      return;
+    }
+    n = d->path_capacity - 1;
+  }
+  std::memcpy(d->path, path, n);
+  d->path[n] = '\0';
+}
+
 }  // namespace
+
+SeekSite* Description::seek_site_for_recording() {
+  if (SeekSite* s = seek_site_.load(std::memory_order_acquire)) return s;
+  void* memory = reinterpret_cast<void*>(syscall(SYS_mmap, nullptr, sizeof(SeekSite), PROT_READ | PROT_WRITE,
+                                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  if (memory == MAP_FAILED) return nullptr;
+  auto* made = new (memory) SeekSite();
+  SeekSite* expected = nullptr;
+  if (seek_site_.compare_exchange_strong(expected, made, std::memory_order_acq_rel)) return made;
+  syscall(SYS_munmap, memory, sizeof(SeekSite));  // another thread made one first
+  return expected;
+}
 
 void FileTable::recycle_unpinned(Description* d) {
   RegistryGuard guard(registry_);
@@ -102,6 +139,7 @@ TrackedFile* FileTable::acquire_file(dev_t device, ino_t inode, uint64_t size) {
   f->descriptions = 1;
   f->next_free = nullptr;
   live_files_[live_file_count_++] = f;
+  live_file_count_published_.store(live_file_count_, std::memory_order_relaxed);
   return f;
 }
 
@@ -123,8 +161,12 @@ Description* FileTable::track(int fd, const OpenRecord& record) {
   {
     FileLockGuard file_guard(file);
     // A file already open here may have bytes the filesystem does not report yet (HDFS shows only
-    // flushed data), so the larger end wins, unless this open truncated the file.
-    if (record.truncated || file->descriptions == 1 || record.size > file->end_of_file) {
+    // flushed data), so the larger end wins, unless this open truncated the file. A size within a
+    // deferred preallocation is not the program's bytes: the kernel may hold the reserved zeros already
+    // (shim/deferred_prealloc.cpp), and the writes go on where the program's bytes end.
+    const bool within_reservation = file->reserved_size != 0 && record.size <= file->reserved_size;
+    if (record.truncated || file->descriptions == 1 ||
+        (record.size > file->end_of_file && !within_reservation)) {
       file->end_of_file = record.size;
     }
     if (record.truncated) file->reserved_size = 0;
@@ -142,11 +184,8 @@ Description* FileTable::track(int fd, const OpenRecord& record) {
   d->descriptors = 1;
   d->refs.store(1, std::memory_order_release);
   d->site = record.site ? *record.site : OpenSite{};
-  d->seek_site.recorded.store(false, std::memory_order_relaxed);
-  size_t n = std::strlen(record.path);
-  if (n >= kMaxPath) n = kMaxPath - 1;
-  std::memcpy(d->path, record.path, n);
-  d->path[n] = '\0';
+  d->forget_seek_site();
+  set_path(d, record.path);
   d->next_free = nullptr;
 
   Description* previous = slots_[fd].exchange(d, std::memory_order_acq_rel);
@@ -162,6 +201,7 @@ void FileTable::release_file(TrackedFile* file) {
   for (size_t i = 0; i < live_file_count_; ++i) {
     if (live_files_[i] == file) {
       live_files_[i] = live_files_[--live_file_count_];
+      live_file_count_published_.store(live_file_count_, std::memory_order_relaxed);
       break;
     }
   }
@@ -237,6 +277,27 @@ bool FileTable::is_last_descriptor_of_file(int fd) {
   return d && d->descriptors == 1 && d->file && d->file->descriptions == 1;
 }
 
+bool FileTable::tracks_file(dev_t device, ino_t inode) {
+  RegistryGuard guard(registry_);
+  for (size_t i = 0; i < live_file_count_; ++i) {
+    if (live_files_[i]->device == device && live_files_[i]->inode == inode) return true;
+  }
+  return false;
+}
+
+size_t FileTable::descriptors_of_file(dev_t device, ino_t inode, int* out, size_t capacity) {
+  RegistryGuard guard(registry_);
+  size_t count = 0;
+  int highest = highest_fd();
+  for (int fd = 0; fd <= highest; ++fd) {
+    Description* d = lookup(fd);
+    if (!d || d->file->device != device || d->file->inode != inode) continue;
+    if (count < capacity) out[count] = fd;
+    ++count;
+  }
+  return count;
+}
+
 bool FileTable::end_of_file_of(dev_t device, ino_t inode, uint64_t& end_of_file) {
   RegistryGuard guard(registry_);
   for (size_t i = 0; i < live_file_count_; ++i) {
@@ -297,6 +358,18 @@ WriteTotals FileTable::write_totals() {
     totals.bytes += live_files_[i]->bytes_written.load(std::memory_order_relaxed);
   }
   return totals;
+}
+
+void FileTable::after_raw_fork_parent() {
+  RegistryGuard guard(registry_);
+  mark_offsets_shared();
+}
+
+void FileTable::after_raw_fork_child() {
+  sigset_t mask;
+  set_signal_mask(SIG_BLOCK, nullptr, &mask);
+  mask_before_fork_ = mask;
+  after_fork_child();
 }
 
 void FileTable::after_fork_child() {

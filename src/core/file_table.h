@@ -121,8 +121,29 @@ struct Description {
   uint32_t descriptors = 0;    // guarded by the table's registry lock
   unsigned reported_once = 0;  // ReportOnce bits: repetitive kinds (reads, mappings) are reported once
   OpenSite site;
-  SeekSite seek_site;
-  char path[kMaxPath] = {};
+  // Where a seek last left the end (SeekSite, about 1.7 KB): out of line, made at the first seek that
+  // records one (issue 27: inline, it was most of the memory of every tracked file, though few
+  // descriptions ever seek away from the end); kept with the description when it is recycled, never freed.
+  std::atomic<SeekSite*> seek_site_{nullptr};
+  // The site to record into, made if there is none yet (with mmap: a seek may come from a signal
+  // handler); null when memory runs out.
+  SeekSite* seek_site_for_recording();
+  // The recorded site, or null (for a report: it reads `recorded` itself).
+  const SeekSite* seek_site() const { return seek_site_.load(std::memory_order_acquire); }
+  bool seek_site_recorded() const {
+    const SeekSite* s = seek_site();
+    return s && s->recorded.load(std::memory_order_relaxed);
+  }
+  void forget_seek_site() {
+    if (SeekSite* s = seek_site_.load(std::memory_order_acquire))
+      s->recorded.store(false, std::memory_order_relaxed);
+  }
+  // The path as opened, NUL-terminated (at most kMaxPath - 1 characters): out of line, sized to the path
+  // (issue 27: an inline path[4096] made each tracked file cost about 6 KB), rounded up to 64 bytes. Kept with the description
+  // when it is recycled and reused by the next track() if large enough; a larger path gets a new buffer
+  // and the old one is left to any stale reader (never freed, as descriptions are not).
+  char* path = nullptr;
+  size_t path_capacity = 0;
   Description* next_free = nullptr;
 
   PositionState snapshot() const { return {position, file->end_of_file, program_appends, kernel_appends}; }
@@ -185,6 +206,14 @@ class FileTable {
     return slots_[static_cast<unsigned>(fd) & (kMaxTrackedFd - 1)].load(std::memory_order_acquire) == d;
   }
   bool any_tracked() const { return highest_fd_plus_one_.load(std::memory_order_relaxed) > 0; }
+  // Whether some file is open here (one relaxed load): false in every process that tracks nothing now,
+  // so that a write open of an unguarded name looks for the file by identity only when there is one.
+  bool any_live_file() const { return live_file_count_published_.load(std::memory_order_relaxed) != 0; }
+  // Whether file (device, inode) is open here through some tracked descriptor.
+  bool tracks_file(dev_t device, ino_t inode);
+  // The descriptors tracked here whose file is (device, inode), lowest first, up to `capacity`; returns
+  // how many there are (possibly more than `capacity`).
+  size_t descriptors_of_file(dev_t device, ino_t inode, int* out, size_t capacity);
   // Whether the failures of untracked writes are looked at (shim/unguarded_notice.h): set when some FUSE
   // mount is not guarded whole. Kept here, beside the slots, so the untracked path tests it at the address
   // it has already, in one instruction: a plain bool, written only when the mount table changes it (at
@@ -236,6 +265,11 @@ class FileTable {
   void before_fork();
   void after_fork_parent();
   void after_fork_child();
+  // A child process started by a path the atfork handlers do not see (a raw fork or clone3 system call):
+  // in the parent, the offsets are now shared; in the child (with its own memory), what after_fork_child
+  // does, without the signal mask of a before_fork that never ran.
+  void after_raw_fork_parent();
+  void after_raw_fork_child();
 
   int highest_fd() const { return highest_fd_plus_one_.load(std::memory_order_relaxed) - 1; }
 
@@ -264,6 +298,7 @@ class FileTable {
   TrackedFile* free_files_ = nullptr;
   TrackedFile** live_files_ = nullptr;  // files with open descriptions, found by identity
   size_t live_file_count_ = 0;
+  std::atomic<size_t> live_file_count_published_{0};  // live_file_count_, for any_live_file()
   size_t live_file_capacity_ = 0;
   WriteTotals released_writes_;  // of files released (registry_ held)
 };

@@ -3,6 +3,9 @@
 // promise is kept instead: the size is recorded, the program's writes go on as appends, and whatever the
 // program did not write is filled with zeros when the file's last descriptor here closes (or at exit),
 // so the file ends as an ordinary disk would leave it.
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -10,6 +13,7 @@
 
 #include "core/write_all.h"
 #include "shim/guard_size.h"
+#include "shim/mount_guard.h"
 #include "shim/real_io.h"
 #include "shim/trace.h"
 
@@ -62,6 +66,25 @@ void fill(int fd, Description* d, const char* when) {
   }
 }
 
+// Issue 24, item 7: a deferred size is invisible to the process's other descriptors (a second O_RDONLY
+// descriptor saw 10 bytes of a file grown to 8192, its pread at 5000 read nothing, a MAP_SHARED mapping
+// read there raised SIGBUS). Where the kernel can grow the file without changing where the program's
+// writes land, it is grown now as well, so that every descriptor, mapping and stat sees the promised
+// size with zeros: a descriptor whose writes the kernel places at its own offset (not O_APPEND), on a
+// filesystem that is not FUSE (a store may refuse the resize, or take it as part of its upload) nor on a
+// mount guarded whole. The file's tracked end stays where the program's bytes end, so its writes go on
+// there; the fill at the last close writes the zeros the file already reads as. Elsewhere (a store, or a
+// descriptor we made O_APPEND) the other descriptors see the short size until the fill (docs/limits.md).
+void grow_for_other_descriptors(int fd, const Description* d, uint64_t size) {
+  if (d->kernel_appends || append_only_mount_of(d->path)) return;
+  struct statfs fs;
+  if (syscall(SYS_fstatfs, fd, &fs) != 0 || fs.f_type == FUSE_SUPER_MAGIC) return;
+  struct stat64 st;
+  if (real_fstat64(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) >= size) return;
+  InternalScope internal;
+  real_ftruncate64(fd, static_cast<off64_t>(size));
+}
+
 }  // namespace
 
 bool defer_resize_if_possible(const char* operation, int fd, Description* d, const Resize& resize) {
@@ -79,6 +102,7 @@ bool defer_resize_if_possible(const char* operation, int fd, Description* d, con
     file->reserved_size = after > end ? after : 0;
     file->reserved_by = raw_getpid();
   }
+  if (after > before) grow_for_other_descriptors(fd, d, after);
   if (tracing()) {
     trace(operation, fd, d->path, 0, 0, "offset=%lld length=%lld size=%llu->%llu (deferred: not sent)",
           static_cast<long long>(resize.offset), static_cast<long long>(resize.length),

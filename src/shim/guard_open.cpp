@@ -10,6 +10,7 @@
 #include "core/path.h"
 #include "report/report.h"
 #include "report/summary.h"
+#include "shim/descriptor_identity.h"
 #include "shim/guard_descriptor.h"
 #include "shim/guarded_paths.h"
 #include "shim/held_sessions.h"
@@ -93,7 +94,8 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
   if (!writes && __builtin_expect(any_held_sessions(), 0))
     commit_held_before_read(request.dirfd, request.path);
   if (!writes && !g_config->trace) return;
-  if (!matched_by_name(request.dirfd, request.path, decision.path)) {
+  if (!matched_by_name(request.dirfd, request.path, decision.path) &&
+      !(writes && opens_a_tracked_file(request.dirfd, request.path, decision.path))) {
     // Not by name: a write open on an append-only mount is guarded all the same.
     if (!writes || !any_append_only_mount()) return;
     if (!resolve_full_path(request.dirfd, request.path, decision.path)) return;
@@ -108,6 +110,7 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
   struct stat64 st;
   const bool exists = fstatat64(request.dirfd, request.path, &st, 0) == 0;
   if (exists && !S_ISREG(st.st_mode)) return;
+  if (open_in_child_sharing_memory(request.function, decision.path)) return;  // left as asked
   decision.guarded = true;
   decision.exists = exists;
   if (mode == Mode::kEnforce) {

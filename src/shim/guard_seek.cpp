@@ -10,13 +10,14 @@ namespace appendguard {
 void note_seek_site(SeekSiteAction action, const char* operation, Description* d, off64_t offset, int whence,
                     uint64_t position, uint64_t end_of_file) {
   if (action == SeekSiteAction::kForget) {
-    d->seek_site.recorded.store(false, std::memory_order_relaxed);
+    d->forget_seek_site();
     return;
   }
   int error = errno;
   {
     InternalScope internal;  // what the capture calls (an mmap for its scratch, Python's API) is not guarded
-    record_seek_site(d->seek_site, operation, offset, whence, position, end_of_file);
+    if (SeekSite* site = d->seek_site_for_recording())
+      record_seek_site(*site, operation, offset, whence, position, end_of_file);
   }
   errno = error;
 }

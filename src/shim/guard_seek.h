@@ -44,9 +44,9 @@ APPENDGUARD_SLOW_PATH off64_t guarded_seek(const char* operation, int fd, Descri
     if (result >= 0) d->position = static_cast<uint64_t>(result);
   }
   uint64_t end = file->end_of_file;
-  SeekSiteAction site = result < 0 ? SeekSiteAction::kNone
-                                   : seek_site_action(before, static_cast<uint64_t>(result), end,
-                                                      d->seek_site.recorded.load(std::memory_order_relaxed));
+  SeekSiteAction site =
+      result < 0 ? SeekSiteAction::kNone
+                 : seek_site_action(before, static_cast<uint64_t>(result), end, d->seek_site_recorded());
   file.release();
   if (__builtin_expect(site != SeekSiteAction::kNone, 0))
     note_seek_site(site, operation, d, offset, whence, static_cast<uint64_t>(result), end);

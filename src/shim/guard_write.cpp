@@ -23,7 +23,10 @@ const char* write_violation_reason(WriteVerdict verdict, bool has_offset) {
 
 bool refresh_shared_offset(int fd, Description* d) {
   struct stat64 st;
-  if (real_fstat64(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) > d->file->end_of_file)
+  // A size within a deferred preallocation is its zeros, made real for other descriptors
+  // (deferred_prealloc.cpp), not another process's bytes.
+  if (real_fstat64(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) > d->file->end_of_file &&
+      static_cast<uint64_t>(st.st_size) > d->file->reserved_size)
     d->file->end_of_file = static_cast<uint64_t>(st.st_size);  // the other process appended
   off64_t offset = real_lseek64(fd, 0, SEEK_CUR);
   if (offset < 0 || static_cast<uint64_t>(offset) == d->position) return false;
@@ -44,7 +47,7 @@ bool refuse_or_report_write(const char* operation, int fd, Description* d, const
   v.landing_offset = write.landing_offset;
   // At the position: where a seek of this process moved it away from the end, if one did.
   if (write.verdict == WriteVerdict::kNotAtEnd && !write.has_offset && !write.moved_by_another_process)
-    v.left_end_at = &d->seek_site;
+    v.left_end_at = d->seek_site();
   if (raise_violation(v)) return true;
   int error = errno;
   if (tracing()) {

@@ -5,6 +5,7 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -228,6 +229,34 @@ bool hold_mode_for(const char* full_path) {
   }
 }
 
+// Held sessions use descriptors (issue 24, item 9: with RLIMIT_NOFILE at 64, a program writing 200 files
+// one at a time got EMFILE from its 58th file on, and nothing said why). The number a session keeps was
+// the lowest free one at its open, so every number below it was in use then: when it comes within a
+// reserve of the soft limit (a quarter of it, at least 16 numbers), the older half of the held sessions
+// is committed, which frees low numbers for the program's next opens (committing one per close was not
+// enough: the next open took the freed low number, the one after it a number above the last).
+namespace {
+void leave_descriptors_free(int fd) {
+  rlimit limit;
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return;
+  const uint64_t reserve = limit.rlim_cur / 4 > 16 ? limit.rlim_cur / 4 : 16;
+  if (static_cast<uint64_t>(fd) + reserve < limit.rlim_cur) return;
+  size_t to_commit = 0;
+  {
+    HeldGuard guard;
+    to_commit = (g_held.size() + 1) / 2;
+  }
+  for (size_t i = 0; i < to_commit; ++i) {
+    HeldSession oldest;
+    {
+      HeldGuard guard;
+      if (!g_held.take_expired(~uint64_t{0}, 1, oldest)) return;  // the oldest, whenever it was held
+    }
+    commit(oldest, "to leave descriptors free under RLIMIT_NOFILE (held sessions keep theirs open)");
+  }
+}
+}  // namespace
+
 bool hold_instead_of_close(int fd, Description* d) {
   if (!d->starts_session || current_mode() != Mode::kEnforce || g_exiting.load(std::memory_order_relaxed))
     return false;
@@ -278,6 +307,7 @@ bool hold_instead_of_close(int fd, Description* d) {
           static_cast<unsigned long long>(s.end_of_file));
   }
   if (full) commit(evicted, "because 64 files were held (the oldest goes first)");
+  leave_descriptors_free(fd);
   return true;
 }
 

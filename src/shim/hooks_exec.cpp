@@ -3,11 +3,17 @@
 // library reads back in the new program, so that a descriptor whose O_RDWR we rewrote into an append
 // keeps what the program asked for and where it was. Nothing happens when no descriptor is tracked.
 // system() and popen() spawn with glibc's internal calls: they carry nothing (hooks_spawn.cpp).
+#include <fcntl.h>
 #include <stdarg.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 
 #include "core/carried_fds.h"
+#include "report/report.h"
 #include "shim/held_sessions.h"
 #include "shim/hook.h"
 #include "shim/trace.h"
@@ -18,28 +24,95 @@ using namespace appendguard;
 
 namespace {
 
-constexpr size_t kCarrierCapacity = 64 + kMaxCarriedFds * 64;
 constexpr size_t kMaxEnvironment = 1 << 16;
 
-// The guarded descriptors the new program may hold. Close-on-exec ones count too: a vfork child's dup2
-// onto stdout (Python's subprocess, posix_spawn's file actions) is not in the table, and the new program
-// finds its record by file. Reads the table without locks: this may run in a vfork child, which must not
-// wait for a lock a thread of its parent holds.
-size_t collect_carried(CarriedFd* out) {
-  size_t count = 0;
+// The settings that decide which descriptors are guarded, as this process read them at start-up, and as
+// an exec passes them on: when they are the same, the records of an exact exec are every guarded
+// descriptor the new program holds (CarrierReader::complete). FNV-1a over the two values, an unset one
+// told apart from an empty one.
+constexpr const char* kGuardingVariables[] = {"APPENDGUARD_PATHS", "APPENDGUARD_FS"};
+constinit uint64_t g_guarding_settings = 0;
+
+uint64_t mix(uint64_t hash, const char* text, bool with_terminator) {
+  for (const char* c = text; *c; ++c) hash = (hash ^ static_cast<unsigned char>(*c)) * 0x100000001b3ULL;
+  return with_terminator ? (hash ^ 0xffU) * 0x100000001b3ULL : hash;
+}
+
+template <typename Lookup>
+uint64_t guarding_settings(Lookup&& lookup) {
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  for (const char* name : kGuardingVariables) {
+    const char* value = lookup(name);
+    hash = mix(hash, value ? "set:" : "unset", true);
+    if (value) hash = mix(hash, value, true);
+  }
+  return hash;
+}
+
+uint64_t guarding_settings_in(char* const* envp, size_t entries) {
+  return guarding_settings([&](const char* name) -> const char* {
+    const size_t n = std::strlen(name);
+    for (size_t i = 0; i < entries; ++i) {
+      if (std::strncmp(envp[i], name, n) == 0 && envp[i][n] == '=') return envp[i] + n + 1;
+    }
+    return nullptr;
+  });
+}
+
+// Which tracked descriptors the new program may hold. `exact`: the table knows every descriptor of this
+// process (an exec by the process itself: its dup2s are in the table), so exactly those that survive the
+// exec are carried, close-on-exec ones skipped. Otherwise (a spawn, whose file actions dup2 our
+// descriptors where no hook sees it, or an exec in a vfork child, whose dup2 onto stdout is not in the
+// table: Python's subprocess) close-on-exec ones are carried too, for the new program to find a copy's
+// record by file. No cap (issue 24: 128 records, lowest numbers first, dropped the descriptor that was
+// really inherited when 128 close-on-exec ones came before it). Reads the table without locks: this may
+// run in a vfork child, which must not wait for a lock a thread of its parent holds.
+template <typename Each>
+void for_each_carried(bool exact, Each&& each) {
   int highest = g_files.highest_fd();
-  for (int fd = 0; fd <= highest && count < kMaxCarriedFds; ++fd) {
+  for (int fd = 0; fd <= highest; ++fd) {
     Description* d = g_files.lookup(fd);
     if (!d) continue;
-    CarriedFd& f = out[count++];
-    f.fd = fd;
-    f.device = d->file->device;
-    f.inode = d->file->inode;
-    f.original_flags = d->site.original_flags;
-    f.effective_flags = d->site.effective_flags;
-    f.position = d->position;
+    if (exact) {
+      int flags = real_fcntl(fd, F_GETFD);
+      if (flags < 0 || (flags & FD_CLOEXEC)) continue;
+    }
+    each(fd, d);
   }
-  return count;
+}
+
+// Memory for the records and the variable, from the kernel: this may run in a vfork child (no malloc),
+// and the stack of a small thread cannot hold thousands of records.
+class CarrierMemory {
+ public:
+  explicit CarrierMemory(size_t bytes) : bytes_(bytes) {
+    void* p = reinterpret_cast<void*>(
+        syscall(SYS_mmap, nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    memory_ = p == MAP_FAILED ? nullptr : p;
+  }
+  ~CarrierMemory() {
+    if (memory_) syscall(SYS_munmap, memory_, bytes_);
+  }
+  CarrierMemory(const CarrierMemory&) = delete;
+  CarrierMemory& operator=(const CarrierMemory&) = delete;
+  void* get() const { return memory_; }
+
+ private:
+  size_t bytes_;
+  void* memory_;
+};
+
+// One line when the records cannot be carried (no memory): the new program adopts those descriptors as
+// the kernel shows them.
+void say_not_carried(const char* operation, size_t count) {
+  char message[400];
+  std::snprintf(
+      message, sizeof message,
+      "%s: no memory to carry the %zu guarded descriptors to the new program: it adopts them as the "
+      "kernel shows them (a rewritten O_RDWR looks like O_APPEND, and its writes at the position "
+      "append instead of being refused)",
+      operation, count);
+  report_notice(message);
 }
 
 bool is_carrier(const char* entry) {
@@ -63,21 +136,47 @@ int exec_carrying(const char* operation, char* const* envp, Exec&& exec, bool sp
   }
   // The buffered trace lines of this program; not from a vfork child (they are its parent's to write).
   if (current_mode() != Mode::kOff && tracing() && owns_file_table()) flush_all_traces();
-  if (current_mode() == Mode::kOff || !g_files.any_tracked()) return exec(envp);
-  CarriedFd fds[kMaxCarriedFds];
-  size_t count = collect_carried(fds);
+  if (current_mode() == Mode::kOff) return exec(envp);
+  // An exec by the process itself under the same guarding settings tells the new program that the records
+  // are every guarded descriptor it holds (even none), so that it does not look at the others (issue 27).
+  const bool exact = !spawns && owns_file_table();
   size_t entries = 0;
   while (envp && envp[entries] && entries < kMaxEnvironment) ++entries;
-  if (count == 0 || entries >= kMaxEnvironment) return exec(envp);
-  char carrier[kCarrierCapacity];
-  format_carried_fds({static_cast<pid_t>(syscall(SYS_getpid)), spawns}, fds, count, carrier, sizeof carrier);
-  char** carried_envp = static_cast<char**>(__builtin_alloca((entries + 2) * sizeof(char*)));
-  size_t n = 0;
-  for (size_t i = 0; i < entries; ++i) {
-    if (!is_carrier(envp[i])) carried_envp[n++] = envp[i];
+  const bool complete =
+      exact && entries < kMaxEnvironment && guarding_settings_in(envp, entries) == g_guarding_settings;
+  if (!complete && !g_files.any_tracked()) return exec(envp);
+  size_t count = 0;
+  for_each_carried(exact, [&](int, Description*) { ++count; });
+  if ((count == 0 && !complete) || entries >= kMaxEnvironment) return exec(envp);
+  const size_t records_bytes = count * sizeof(CarriedFd);
+  CarrierMemory memory(records_bytes + carried_fds_capacity(count));
+  if (!memory.get()) {
+    say_not_carried(operation, count);
+    return exec(envp);
   }
-  carried_envp[n++] = carrier;
-  carried_envp[n] = nullptr;
+  auto* fds = static_cast<CarriedFd*>(memory.get());
+  char* carrier = static_cast<char*>(memory.get()) + records_bytes;
+  size_t n = 0;
+  for_each_carried(exact, [&](int fd, Description* d) {
+    if (n == count) return;  // a descriptor tracked meanwhile by another thread
+    CarriedFd& f = fds[n++];
+    f.fd = fd;
+    f.device = d->file->device;
+    f.inode = d->file->inode;
+    f.original_flags = d->site.original_flags;
+    f.effective_flags = d->site.effective_flags;
+    f.position = d->position;
+  });
+  count = n;
+  format_carried_fds({static_cast<pid_t>(syscall(SYS_getpid)), spawns, complete}, fds, count, carrier,
+                     carried_fds_capacity(count));
+  char** carried_envp = static_cast<char**>(__builtin_alloca((entries + 2) * sizeof(char*)));
+  size_t e = 0;
+  for (size_t i = 0; i < entries; ++i) {
+    if (!is_carrier(envp[i])) carried_envp[e++] = envp[i];
+  }
+  carried_envp[e++] = carrier;
+  carried_envp[e] = nullptr;
   int result = exec(carried_envp);
   // Only a failed exec or a spawn returns here; the new program's trace shows what it adopted.
   if (tracing()) {
@@ -91,6 +190,14 @@ int exec_carrying(const char* operation, char* const* envp, Exec&& exec, bool sp
   }
   return result;
 }
+
+}  // namespace
+
+void appendguard::remember_guarding_settings() {
+  g_guarding_settings = guarding_settings([](const char* name) { return secure_getenv(name); });
+}
+
+namespace {
 
 // execl and friends: the variable arguments as an argv array on the stack.
 // NOLINTBEGIN(bugprone-macro-parentheses): argv is the name of the array the macro declares.

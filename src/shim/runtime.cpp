@@ -47,8 +47,12 @@ void after_fork_parent() {
   g_files.after_fork_parent();
   note_child_started();
 }
-void after_fork_child() {
-  g_files.after_fork_child();
+void after_fork_child_of(bool raw) {
+  if (raw) {
+    g_files.after_raw_fork_child();
+  } else {
+    g_files.after_fork_child();
+  }
   forget_held_after_fork_child();
   reset_reporter_after_fork();
   g_summary.~SummaryCounters();  // the child's summary counts its own calls
@@ -56,15 +60,37 @@ void after_fork_child() {
   g_owner_pid.store(raw_getpid(), std::memory_order_relaxed);
 }
 
+void after_fork_child() {
+  after_fork_child_of(false);
+}
+
 // Descriptors inherited across exec are not in our (new) table; guarded ones are taken in with what the
 // process before exec knew of them (carried in the environment, core/carried_fds.h), else as they are.
 void adopt_inherited_descriptors() {
-  static CarriedFd carried[kMaxCarriedFds];
-  size_t carried_count = parse_carried_fds(secure_getenv(kCarriedFdsVariable), raw_getpid(),
-                                           static_cast<pid_t>(syscall(SYS_getppid)), carried, kMaxCarriedFds);
+  const char* text = secure_getenv(kCarriedFdsVariable);
+  size_t capacity = count_carried_records(text);
+  // Freed at the end of the adoption; as many records as the exec'ing process carried (no cap).
+  CarriedFd* carried = capacity ? new (std::nothrow) CarriedFd[capacity] : nullptr;
+  bool complete = false;
+  size_t carried_count = capacity && !carried
+                             ? 0
+                             : parse_carried_fds(text, raw_getpid(), static_cast<pid_t>(syscall(SYS_getppid)),
+                                                 carried, capacity, &complete);
   unsetenv(kCarriedFdsVariable);  // the program's environment stays as it was given
+  if (complete) {
+    // The records are every guarded descriptor inherited (core/carried_fds.h, CarrierReader::complete):
+    // the work is the records', not every inherited descriptor's (issue 27).
+    for (size_t i = 0; i < carried_count; ++i) {
+      adopt_if_guarded(carried[i].fd, "(inherited)", carried, carried_count);
+    }
+    delete[] carried;
+    return;
+  }
   DIR* dir = opendir("/proc/self/fd");
-  if (!dir) return;
+  if (!dir) {
+    delete[] carried;
+    return;
+  }
   int self = dirfd(dir);
   while (dirent* entry = readdir(dir)) {
     char* end = nullptr;
@@ -73,6 +99,7 @@ void adopt_inherited_descriptors() {
     adopt_if_guarded(static_cast<int>(number), "(inherited)", carried, carried_count);
   }
   closedir(dir);
+  delete[] carried;
 }
 
 // By system call: stat is in libc only since glibc 2.33 (before, an inline wrapper of __xstat).
@@ -109,6 +136,7 @@ void initialize() {
   g_owner_pid.store(raw_getpid(), std::memory_order_relaxed);
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
   load_mount_table();
+  remember_guarding_settings();
   adopt_inherited_descriptors();
   // Registered before the handlers below, so it runs after them: after the reservations are filled.
   if (g_config->summary) enable_summary_at_exit([] { return g_files.write_totals(); });
@@ -140,6 +168,20 @@ Mode current_mode_slow() {
     }
   }
   return current_mode();
+}
+
+void raw_child_started_in_parent(bool shares_memory) {
+  (void)shares_memory;  // either way the child holds our descriptions (a copy of the table, or the table)
+  if (current_mode() == Mode::kOff) return;
+  g_files.after_raw_fork_parent();
+  if (any_held_sessions()) note_child_started();
+}
+
+void raw_child_started_in_child(bool shares_memory) {
+  // A child in our memory cannot have a table of its own: owns_file_table() is false there (its pid is not
+  // the owner's), so its opens are left as asked (decide_open) and its closes leave our table alone.
+  if (shares_memory || current_mode() == Mode::kOff) return;
+  after_fork_child_of(true);
 }
 
 bool owns_file_table() {

@@ -74,6 +74,44 @@ TEST_CASE("records that do not fit are left out whole") {
   CHECK(parse_carried_fds(value_of(text), 1, 0, parsed, 20) == written);
 }
 
+TEST_CASE("carried_fds_capacity leaves no record out, whatever the numbers") {
+  constexpr size_t kCount = 300;
+  static CarriedFd fds[kCount];
+  for (size_t i = 0; i < kCount; ++i) {
+    fds[i] = CarriedFd{0x7fffffff, ~uint64_t{0}, ~uint64_t{0}, -1, -1, ~uint64_t{0}};
+  }
+  static char text[carried_fds_capacity(kCount)];
+  CHECK(format_carried_fds({0x7fffffff, true}, fds, kCount, text, sizeof text) == kCount);
+  CHECK(count_carried_records(value_of(text)) == kCount);
+  static CarriedFd parsed[kCount];
+  CHECK(parse_carried_fds(value_of(text), 1, 0x7fffffff, parsed, kCount) == kCount);
+  CHECK(parsed[kCount - 1].position == ~uint64_t{0});
+}
+
+TEST_CASE("a complete record set says so, even with no record, and only for the process itself") {
+  char text[200];
+  bool complete = false;
+  format_carried_fds({4242, false, true}, nullptr, 0, text, sizeof text);
+  CHECK(std::string(value_of(text)) == "c1092");
+  CHECK(parse_carried_fds(value_of(text), 4242, 1, nullptr, 0, &complete) == 0);
+  CHECK(complete);
+  CHECK(parse_carried_fds(value_of(text), 4243, 1, nullptr, 0, &complete) == 0);
+  CHECK_FALSE(complete);  // not for this process: the new program scans
+  CarriedFd fds[1] = {carried(3, 77, O_RDWR, O_WRONLY | O_APPEND, 10)};
+  format_carried_fds({4242, false, true}, fds, 1, text, sizeof text);
+  CarriedFd parsed[1];
+  CHECK(parse_carried_fds(value_of(text), 4242, 1, parsed, 1, &complete) == 1);
+  CHECK(complete);
+  CHECK(parse_carried_fds(value_of(text), 4242, 1, parsed, 0, &complete) == 0);
+  CHECK_FALSE(complete);                                              // a record left unread: not complete
+  format_carried_fds({4242, true, true}, fds, 1, text, sizeof text);  // a spawn's records are never complete
+  CHECK(parse_carried_fds(value_of(text), 5000, 4242, parsed, 1, &complete) == 1);
+  CHECK_FALSE(complete);
+  format_carried_fds({4242, false}, fds, 1, text, sizeof text);
+  CHECK(parse_carried_fds(value_of(text), 4242, 1, parsed, 1, &complete) == 1);
+  CHECK_FALSE(complete);
+}
+
 TEST_CASE("a carried descriptor is found by number, else by file and placement, rewritten first") {
   const CarriedFd fds[] = {carried(5, 77, O_WRONLY | O_APPEND, O_WRONLY | O_APPEND, 0),
                            carried(3, 77, O_RDWR, O_WRONLY | O_APPEND, 10),

@@ -101,12 +101,40 @@ TEST_CASE("a recycled description starts without a seek site") {
   auto table = std::make_unique<FileTable>();
   Description* d = table->track(3, record("/s", 70, 100));
   REQUIRE(d != nullptr);
-  CHECK_FALSE(d->seek_site.recorded.load());
-  d->seek_site.recorded.store(true);
+  CHECK(d->seek_site() == nullptr);  // made only by a seek that records one
+  CHECK_FALSE(d->seek_site_recorded());
+  SeekSite* site = d->seek_site_for_recording();
+  REQUIRE(site != nullptr);
+  CHECK(d->seek_site_for_recording() == site);
+  site->recorded.store(true);
+  CHECK(d->seek_site_recorded());
   CHECK(table->forget(3));
   Description* again = table->track(4, record("/t", 71, 0));
   REQUIRE(again == d);  // the free list gave the same object back
-  CHECK_FALSE(again->seek_site.recorded.load());
+  CHECK_FALSE(again->seek_site_recorded());
+  CHECK(again->seek_site() == site);  // kept with the description, never freed
+}
+
+TEST_CASE("a description's path is sized to it and reused when it is recycled") {
+  auto table = std::make_unique<FileTable>();
+  Description* d = table->track(3, record("/short", 70, 0));
+  REQUIRE(d != nullptr);
+  CHECK(std::string(d->path) == "/short");
+  CHECK(d->path_capacity == 64);
+  const char* buffer = d->path;
+  CHECK(table->forget(3));
+  std::string longer(300, 'x');
+  longer[0] = '/';
+  Description* again = table->track(4, record(longer.c_str(), 71, 0));
+  REQUIRE(again == d);
+  CHECK(std::string(again->path) == longer);
+  CHECK(again->path_capacity == 320);
+  CHECK(again->path != buffer);  // a new buffer: the old one is left to any stale reader
+  CHECK(table->forget(4));
+  Description* third = table->track(5, record("/again", 72, 0));
+  REQUIRE(third == d);
+  CHECK(std::string(third->path) == "/again");
+  CHECK(third->path_capacity == 320);  // reused
 }
 
 TEST_CASE("a number the program closed that a held session keeps: a taken slot that lookup does not see") {

@@ -28,7 +28,8 @@ TEST_CASE("the first line of a violation names everything needed") {
   Description d;
   TrackedFile f;
   d.file = &f;
-  std::snprintf(d.path, sizeof d.path, "/ckpt/a.safetensors");
+  char path[] = "/ckpt/a.safetensors";
+  d.path = path;
   d.site.function = "open64";
   d.site.original_flags = O_RDWR | O_CLOEXEC;
   d.site.effective_flags = O_WRONLY | O_APPEND | O_CLOEXEC;
@@ -119,7 +120,7 @@ TEST_CASE("a file name can neither forge report lines nor split fields, and repo
                          "/ckpt/bell\x07\x7f.safetensors", "/ckpt/plain.safetensors"};
   for (const char* name : names) {
     Description d;
-    std::snprintf(d.path, sizeof d.path, "%s", name);
+    d.path = const_cast<char*>(name);
     d.site.function = "open64";
     Violation v;
     v.operation = "write";
