@@ -16,6 +16,7 @@
 #include "shim/guarded_paths.h"
 #include "shim/held_sessions.h"
 #include "shim/hook.h"
+#include "shim/path_scratch.h"
 #include "shim/trace.h"
 
 using namespace appendguard;
@@ -104,8 +105,10 @@ FILE* freopen_hook(const char* function, const char* path, const char* mode, FIL
   const bool ours = is_cookie_stream(stream);
   const int old_fd = ours ? cookie_stream_fd(stream) : fileno(stream);
   const bool old_tracked = g_files.lookup(old_fd) != nullptr;
-  char own_path[kMaxPath];
-  const char* target = path ? path : path_of_descriptor(old_fd, own_path) ? own_path : nullptr;
+  PathBuffer own_path;  // per thread, not on the stack
+  const char* target = path                                                           ? path
+                       : own_path.get() && path_of_descriptor(old_fd, own_path.get()) ? own_path.get()
+                                                                                      : nullptr;
   FopenMode parsed = parse_fopen_mode(mode);
   OpenRequest request{function, AT_FDCWD, target, parsed.flags};
   OpenDecision decision;
@@ -183,16 +186,18 @@ int guarded_vdprintf(const char* operation, int fd, Description* d, const char* 
 APPENDGUARD_HOOK int fclose(FILE* stream) {
   int fd = stream ? stream->_fileno : -1;
   if (__builtin_expect(g_files.lookup(fd) == nullptr, 1)) return real_fclose(stream);
-  char path[kMaxPath] = {};
+  PathBuffer buffer;  // per thread, not on the stack (shim/path_scratch.h)
+  char* path = buffer.get();
   Description* d = g_files.lookup(fd);
-  if (d && tracing()) snprintf(path, sizeof path, "%s", d->path);
+  if (path) path[0] = '\0';
+  if (path && d && tracing()) snprintf(path, kMaxPath, "%s", d->path);
   if (!is_cookie_stream(stream)) {
     real_fflush(stream);  // its last bytes reach the descriptor while it is still the one we know
     if (d) fill_reservation_before_close(fd, d);
     note_close(fd);
   }
   int result = real_fclose(stream);
-  if (path[0]) keep_errno([&](int error) { trace("fclose", fd, path, result, error, "%s", ""); });
+  if (path && path[0]) keep_errno([&](int error) { trace("fclose", fd, path, result, error, "%s", ""); });
   return result;
 }
 

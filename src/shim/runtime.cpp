@@ -23,6 +23,7 @@
 #include "shim/guard_size.h"
 #include "shim/held_sessions.h"
 #include "shim/mount_guard.h"
+#include "shim/path_scratch.h"
 #include "shim/real_io.h"
 
 namespace appendguard {
@@ -106,6 +107,7 @@ void initialize() {
   }
   g_config = new Config(std::move(result.config));
   configure_reporter(*g_config);
+  init_path_scratch();
   g_owner_pid.store(raw_getpid(), std::memory_order_relaxed);
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
   load_mount_table();

@@ -107,6 +107,49 @@ class RobustnessTest(TempDirTest):
                 else:
                     self.assertIn("native stack:\n", proc.stderr)
 
+    # Issue 24, item 6: what each interposed call's common path adds to the stack, measured by painting the
+    # stack of a thread below the caller's frame (programs/stack_budget.c), with and without the library.
+    STACK_BUDGET = 2048
+    # Over the budget still, in code outside the path buffers (the bound keeps them from growing): a write
+    # open's decide_open keeps a HeldSession (with its 4 KiB path) on the stack, and the last close of a
+    # guarded file calls deferred_prealloc.cpp's fill, whose frame is 4 KiB.
+    STACK_OVER_BUDGET = {"open_unguarded": 5120, "openat_unguarded": 5120, "fopen_unguarded": 5120,
+                         "open_guarded": 7680, "open_absolute_guarded": 7680, "openat_guarded": 7680,
+                         "creat_guarded": 7680, "reopen_append": 7680, "fopen_guarded": 7680,
+                         "close_guarded": 5120, "close_absolute": 5120, "close_openat": 5120,
+                         "close_creat": 5120, "close_reopened": 5120, "fclose_guarded": 5120}
+
+    def stack_budget_dir(self, name):
+        directory = self.path(name)
+        os.mkdir(directory)
+        return directory
+
+    def test_every_hooks_common_path_fits_a_small_thread_stack(self):
+        # Every write open needed 25-29 KiB: on a 24 KiB thread any of them crashed, even of t.bin.
+        if os.environ.get("APPENDGUARD_TEST_SANITIZER_RUNTIME"):
+            self.skipTest("sanitizer build: instrumented frames are several times larger")
+        size = 16384 + self.STACK_BUDGET
+        proc = run([program("stack_budget"), self.stack_budget_dir("run"), "run", str(size)])
+        self.assertOk(proc)
+        self.assertEqual(results(proc.stdout)["failures"], "0", proc.stderr)
+
+    def test_the_stack_each_hook_adds_is_within_the_budget(self):
+        if os.environ.get("APPENDGUARD_TEST_SANITIZER_RUNTIME"):
+            self.skipTest("sanitizer build: instrumented frames are several times larger")
+        measured = {}
+        for preload in (False, True):
+            proc = run([program("stack_budget"), self.stack_budget_dir(f"measure{int(preload)}"), "measure"],
+                       preload=preload)
+            self.assertOk(proc)
+            r = results(proc.stdout)
+            self.assertEqual(r.pop("failures"), "0", proc.stderr)
+            measured[preload] = {name: int(value) for name, value in r.items()}
+        self.assertGreater(len(measured[True]), 30)
+        for name, with_library in measured[True].items():
+            added = with_library - measured[False][name]
+            with self.subTest(operation=name):
+                self.assertLessEqual(added, self.STACK_OVER_BUDGET.get(name, self.STACK_BUDGET))
+
     def test_a_report_inside_a_signal_handler_does_not_allocate(self):
         # The handler may have interrupted malloc (its lock is not recursive): the report names frames
         # with dladdr only and neither demangles nor reads the Python stack.

@@ -25,3 +25,7 @@ target_link_libraries(small_stack_report PRIVATE Threads::Threads)
 add_executable(handler_alloc programs/handler_alloc.c)
 target_compile_options(handler_alloc PRIVATE ${APPENDGUARD_WARNINGS})
 set_target_properties(handler_alloc PROPERTIES ENABLE_EXPORTS ON)  # its malloc, for every library
+add_executable(stack_budget programs/stack_budget.c)
+target_compile_options(stack_budget PRIVATE ${APPENDGUARD_WARNINGS})
+target_link_libraries(stack_budget PRIVATE Threads::Threads)
+target_link_options(stack_budget PRIVATE -Wl,-z,now)
