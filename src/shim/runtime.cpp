@@ -82,6 +82,15 @@ bool is_directory(const char* path) {
   return syscall(SYS_newfstatat, AT_FDCWD, path, &st, 0) == 0 && S_ISDIR(st.st_mode);
 }
 
+// A directory's name with its symlinks resolved (realpath), for APPENDGUARD_PATHS patterns.
+bool physical_directory(const std::string& directory, std::string& out) {
+  char* resolved = realpath(directory.c_str(), nullptr);
+  if (!resolved) return false;
+  out = resolved;
+  std::free(resolved);
+  return true;
+}
+
 void initialize() {
   InternalScope internal;
   ConfigResult result = parse_config([](const char* name) -> const char* { return secure_getenv(name); },
@@ -106,6 +115,7 @@ void initialize() {
     return;
   }
   g_config = new Config(std::move(result.config));
+  g_config->paths.add_physical_aliases(physical_directory);  // one rule for every path form (path.h)
   configure_reporter(*g_config);
   init_path_scratch();
   g_owner_pid.store(raw_getpid(), std::memory_order_relaxed);

@@ -150,6 +150,45 @@ class RobustnessTest(TempDirTest):
             with self.subTest(operation=name):
                 self.assertLessEqual(added, self.STACK_OVER_BUDGET.get(name, self.STACK_BUDGET))
 
+    def path_forms(self, *args, **variables):
+        proc = run([program("path_forms"), *args], **variables)
+        self.assertOk(proc)
+        return results(proc.stdout)["pwrite"]
+
+    def test_one_rule_for_every_path_form_through_a_symlinked_directory(self):
+        # Issue 24, item 17: with "DIR/lnk/**" (lnk -> real), the file was guarded by its path through the link
+        # but not from a working directory inside lnk, by openat on lnk, or by its physical path.
+        real = self.path("real")
+        os.mkdir(real)
+        os.symlink(real, self.path("lnk"))
+        pattern = {"APPENDGUARD_PATHS": self.path("lnk") + "/**"}
+        cases = [("absolute", self.path("lnk/f.bin")), ("relative", self.dir, "lnk/f.bin"),
+                 ("relative", self.path("lnk"), "f.bin"), ("openat", self.path("lnk"), "f.bin"),
+                 ("absolute", self.path("real/f.bin"))]
+        for case in cases:
+            with self.subTest(case=case):
+                with open(self.path("real/f.bin"), "wb") as f:
+                    f.write(b"0123456789")
+                self.assertEqual(self.path_forms(*case, **pattern), "-1 errno=95")
+                self.assertEqual(read_bytes(self.path("real/f.bin")), b"0123456789")
+
+    def test_a_proc_self_fd_reopen_is_decided_on_the_file_it_names(self):
+        # Issue 24, item 15: open("/proc/self/fd/N") of a guarded file was not guarded, on a mount guarded
+        # whole (here the test directory's mount, named by APPENDGUARD_FS) or by name.
+        mount = subprocess.run(["findmnt", "-n", "-o", "TARGET", "-T", self.dir], stdout=subprocess.PIPE,
+                               text=True, check=True).stdout.strip()
+        for name, variables in (("data.bin", {"APPENDGUARD_FS": mount, "APPENDGUARD_PATHS": "*.none"}),
+                                ("m.safetensors", {})):
+            with self.subTest(name=name):
+                path = self.path(name)
+                with open(path, "wb") as f:
+                    f.write(b"0123456789")
+                self.assertEqual(self.path_forms("procfd", path, **variables), "-1 errno=95")
+                self.assertEqual(read_bytes(path), b"0123456789")
+                # The control: without the library the byte lands at 0.
+                proc = run([program("path_forms"), "procfd", path], preload=False)
+                self.assertEqual(results(proc.stdout)["pwrite"], "1 errno=0")
+
     def test_a_report_inside_a_signal_handler_does_not_allocate(self):
         # The handler may have interrupted malloc (its lock is not recursive): the report names frames
         # with dladdr only and neither demangles nor reads the Python stack.
