@@ -17,8 +17,8 @@
 
 static char g_dir[2048];
 static int g_dirfd = -1;
-static int g_fd = -1;       // the guarded file, open for writing
-static int g_plain = -1;    // an unguarded file, open for writing
+static int g_fd = -1;     // the guarded file, open for writing
+static int g_plain = -1;  // an unguarded file, open for writing
 static int g_dup = -1;
 static FILE* g_stream = NULL;
 static char g_buffer[64];
@@ -38,56 +38,162 @@ static char* in_dir(const char* name) {
 }
 
 #define OP(name) static void __attribute__((noinline)) op_##name(void)
-OP(open_unguarded) { g_plain = open("t.bin", O_WRONLY | O_CREAT | O_TRUNC, 0644); check(g_plain >= 0, "open t.bin"); }
-OP(write_unguarded) { check(write(g_plain, g_buffer, 64) == 64, "write t.bin"); }
-OP(close_unguarded) { check(close(g_plain) == 0, "close t.bin"); }
-OP(open_guarded) { g_fd = open("g.safetensors", O_WRONLY | O_CREAT | O_TRUNC, 0644); check(g_fd >= 0, "open guarded"); }
-OP(write_guarded) { check(write(g_fd, g_buffer, 64) == 64, "write guarded"); }
-OP(pwrite_guarded) { check(pwrite(g_fd, g_buffer, 64, 64) == 64, "pwrite guarded at its end"); }
-OP(lseek_end) { check(lseek(g_fd, 0, SEEK_END) == 128, "lseek END"); }
-OP(lseek_cur) { check(lseek(g_fd, 0, SEEK_CUR) == 128, "lseek CUR"); }
-OP(fstat_guarded) { struct stat st; check(fstat(g_fd, &st) == 0, "fstat"); }
-OP(fsync_guarded) { check(fsync(g_fd) == 0, "fsync"); }
-OP(ftruncate_guarded) { check(ftruncate(g_fd, 128) == 0, "ftruncate at its size"); }
-OP(dup_guarded) { g_dup = dup(g_fd); check(g_dup >= 0, "dup"); }
-OP(close_dup) { check(close(g_dup) == 0, "close dup"); }
-OP(close_guarded) { check(close(g_fd) == 0, "close guarded"); }
-OP(open_absolute_guarded) { g_fd = open(in_dir("a.safetensors"), O_WRONLY | O_CREAT | O_TRUNC, 0644); check(g_fd >= 0, "open absolute"); }
-OP(close_absolute) { check(close(g_fd) == 0, "close absolute"); }
-OP(openat_guarded) { g_fd = openat(g_dirfd, "b.safetensors", O_WRONLY | O_CREAT | O_TRUNC, 0644); check(g_fd >= 0, "openat"); }
-OP(close_openat) { check(close(g_fd) == 0, "close openat"); }
-OP(openat_unguarded) { g_plain = openat(g_dirfd, "u.bin", O_WRONLY | O_CREAT | O_TRUNC, 0644); check(g_plain >= 0, "openat unguarded"); }
-OP(close_openat_unguarded) { check(close(g_plain) == 0, "close openat unguarded"); }
-OP(creat_guarded) { g_fd = creat("c.safetensors", 0644); check(g_fd >= 0, "creat"); }
-OP(close_creat) { check(close(g_fd) == 0, "close creat"); }
-OP(reopen_append) { g_fd = open("g.safetensors", O_WRONLY | O_APPEND); check(g_fd >= 0, "reopen O_APPEND"); }
-OP(write_appended) { check(write(g_fd, g_buffer, 64) == 64, "append"); }
-OP(close_reopened) { check(close(g_fd) == 0, "close reopened"); }
-OP(open_read_guarded) { g_fd = open("g.safetensors", O_RDONLY); check(g_fd >= 0, "open read-only"); }
-OP(read_guarded) { check(read(g_fd, g_buffer, 64) == 64, "read"); }
-OP(close_read) { check(close(g_fd) == 0, "close read-only"); }
-OP(fopen_guarded) { g_stream = fopen("s.safetensors", "wb"); check(g_stream != NULL, "fopen guarded"); }
-OP(fwrite_guarded) { check(fwrite(g_buffer, 1, 64, g_stream) == 64, "fwrite guarded"); }
-OP(fflush_guarded) { check(fflush(g_stream) == 0, "fflush guarded"); }
-OP(fclose_guarded) { check(fclose(g_stream) == 0, "fclose guarded"); }
-OP(fopen_unguarded) { g_stream = fopen("s.bin", "wb"); check(g_stream != NULL, "fopen unguarded"); }
-OP(fclose_unguarded) { check(fclose(g_stream) == 0, "fclose unguarded"); }
+OP(open_unguarded) {
+  g_plain = open("t.bin", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  check(g_plain >= 0, "open t.bin");
+}
+OP(write_unguarded) {
+  check(write(g_plain, g_buffer, 64) == 64, "write t.bin");
+}
+OP(close_unguarded) {
+  check(close(g_plain) == 0, "close t.bin");
+}
+OP(open_guarded) {
+  g_fd = open("g.safetensors", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  check(g_fd >= 0, "open guarded");
+}
+OP(write_guarded) {
+  check(write(g_fd, g_buffer, 64) == 64, "write guarded");
+}
+OP(pwrite_guarded) {
+  check(pwrite(g_fd, g_buffer, 64, 64) == 64, "pwrite guarded at its end");
+}
+OP(lseek_end) {
+  check(lseek(g_fd, 0, SEEK_END) == 128, "lseek END");
+}
+OP(lseek_cur) {
+  check(lseek(g_fd, 0, SEEK_CUR) == 128, "lseek CUR");
+}
+OP(fstat_guarded) {
+  struct stat st;
+  check(fstat(g_fd, &st) == 0, "fstat");
+}
+OP(fsync_guarded) {
+  check(fsync(g_fd) == 0, "fsync");
+}
+OP(ftruncate_guarded) {
+  check(ftruncate(g_fd, 128) == 0, "ftruncate at its size");
+}
+OP(dup_guarded) {
+  g_dup = dup(g_fd);
+  check(g_dup >= 0, "dup");
+}
+OP(close_dup) {
+  check(close(g_dup) == 0, "close dup");
+}
+OP(close_guarded) {
+  check(close(g_fd) == 0, "close guarded");
+}
+OP(open_absolute_guarded) {
+  g_fd = open(in_dir("a.safetensors"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  check(g_fd >= 0, "open absolute");
+}
+OP(close_absolute) {
+  check(close(g_fd) == 0, "close absolute");
+}
+OP(openat_guarded) {
+  g_fd = openat(g_dirfd, "b.safetensors", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  check(g_fd >= 0, "openat");
+}
+OP(close_openat) {
+  check(close(g_fd) == 0, "close openat");
+}
+OP(openat_unguarded) {
+  g_plain = openat(g_dirfd, "u.bin", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  check(g_plain >= 0, "openat unguarded");
+}
+OP(close_openat_unguarded) {
+  check(close(g_plain) == 0, "close openat unguarded");
+}
+OP(creat_guarded) {
+  g_fd = creat("c.safetensors", 0644);
+  check(g_fd >= 0, "creat");
+}
+OP(close_creat) {
+  check(close(g_fd) == 0, "close creat");
+}
+OP(reopen_append) {
+  g_fd = open("g.safetensors", O_WRONLY | O_APPEND);
+  check(g_fd >= 0, "reopen O_APPEND");
+}
+OP(write_appended) {
+  check(write(g_fd, g_buffer, 64) == 64, "append");
+}
+OP(close_reopened) {
+  check(close(g_fd) == 0, "close reopened");
+}
+OP(open_read_guarded) {
+  g_fd = open("g.safetensors", O_RDONLY);
+  check(g_fd >= 0, "open read-only");
+}
+OP(read_guarded) {
+  check(read(g_fd, g_buffer, 64) == 64, "read");
+}
+OP(close_read) {
+  check(close(g_fd) == 0, "close read-only");
+}
+OP(fopen_guarded) {
+  g_stream = fopen("s.safetensors", "wb");
+  check(g_stream != NULL, "fopen guarded");
+}
+OP(fwrite_guarded) {
+  check(fwrite(g_buffer, 1, 64, g_stream) == 64, "fwrite guarded");
+}
+OP(fflush_guarded) {
+  check(fflush(g_stream) == 0, "fflush guarded");
+}
+OP(fclose_guarded) {
+  check(fclose(g_stream) == 0, "fclose guarded");
+}
+OP(fopen_unguarded) {
+  g_stream = fopen("s.bin", "wb");
+  check(g_stream != NULL, "fopen unguarded");
+}
+OP(fclose_unguarded) {
+  check(fclose(g_stream) == 0, "fclose unguarded");
+}
 
 struct op {
   const char* name;
   void (*run)(void);
 };
-#define ENTRY(name) {#name, op_##name}
+#define ENTRY(name) \
+  { #name, op_##name }
 static const struct op g_ops[] = {
-    ENTRY(open_unguarded), ENTRY(write_unguarded), ENTRY(close_unguarded),
-    ENTRY(open_guarded), ENTRY(write_guarded), ENTRY(pwrite_guarded), ENTRY(lseek_end), ENTRY(lseek_cur),
-    ENTRY(fstat_guarded), ENTRY(fsync_guarded), ENTRY(ftruncate_guarded), ENTRY(dup_guarded),
-    ENTRY(close_dup), ENTRY(close_guarded), ENTRY(open_absolute_guarded), ENTRY(close_absolute),
-    ENTRY(openat_guarded), ENTRY(close_openat), ENTRY(openat_unguarded), ENTRY(close_openat_unguarded),
-    ENTRY(creat_guarded), ENTRY(close_creat), ENTRY(reopen_append), ENTRY(write_appended),
-    ENTRY(close_reopened), ENTRY(open_read_guarded), ENTRY(read_guarded), ENTRY(close_read),
-    ENTRY(fopen_guarded), ENTRY(fwrite_guarded), ENTRY(fflush_guarded), ENTRY(fclose_guarded),
-    ENTRY(fopen_unguarded), ENTRY(fclose_unguarded),
+    ENTRY(open_unguarded),
+    ENTRY(write_unguarded),
+    ENTRY(close_unguarded),
+    ENTRY(open_guarded),
+    ENTRY(write_guarded),
+    ENTRY(pwrite_guarded),
+    ENTRY(lseek_end),
+    ENTRY(lseek_cur),
+    ENTRY(fstat_guarded),
+    ENTRY(fsync_guarded),
+    ENTRY(ftruncate_guarded),
+    ENTRY(dup_guarded),
+    ENTRY(close_dup),
+    ENTRY(close_guarded),
+    ENTRY(open_absolute_guarded),
+    ENTRY(close_absolute),
+    ENTRY(openat_guarded),
+    ENTRY(close_openat),
+    ENTRY(openat_unguarded),
+    ENTRY(close_openat_unguarded),
+    ENTRY(creat_guarded),
+    ENTRY(close_creat),
+    ENTRY(reopen_append),
+    ENTRY(write_appended),
+    ENTRY(close_reopened),
+    ENTRY(open_read_guarded),
+    ENTRY(read_guarded),
+    ENTRY(close_read),
+    ENTRY(fopen_guarded),
+    ENTRY(fwrite_guarded),
+    ENTRY(fflush_guarded),
+    ENTRY(fclose_guarded),
+    ENTRY(fopen_unguarded),
+    ENTRY(fclose_unguarded),
 };
 #define OP_COUNT (sizeof g_ops / sizeof g_ops[0])
 
