@@ -189,6 +189,18 @@ class RobustnessTest(TempDirTest):
                 proc = run([program("path_forms"), "procfd", path], preload=False)
                 self.assertEqual(results(proc.stdout)["pwrite"], "1 errno=0")
 
+    def test_a_small_address_space_limit_still_loads_and_guards(self):
+        # Issue 24, item 14: two tables of 2^20 descriptor slots (16 MiB of .bss) kept the library from
+        # loading under `ulimit -v` below 17.75 MB (the loader said "cannot be preloaded" and the program ran
+        # unguarded). Now it adds about 1 MB: at 8 MB a backward write is refused and reported.
+        path = self.path("small.safetensors")
+        proc = subprocess.run(["sh", "-c", 'ulimit -v 8192 && exec "$0" backward "$1"', program("probe"), path],
+                              env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertOk(proc)
+        self.assertNotIn("cannot be preloaded", proc.stderr)
+        self.assertEqual(results(proc.stdout)["write_back"], "-1 errno=EOPNOTSUPP")
+        self.assertEqual(len(violations(proc.stderr)), 1, proc.stderr)
+
     def test_a_report_inside_a_signal_handler_does_not_allocate(self):
         # The handler may have interrupted malloc (its lock is not recursive): the report names frames
         # with dladdr only and neither demangles nor reads the Python stack.
