@@ -90,6 +90,22 @@ FILE* fopen_hook(const char* function, const char* path, const char* mode, Real&
   return stream_over(open_for_stream(request, decision), parsed);
 }
 
+// freopen of a glibc stream (stdout...) onto a guarded file in a mode that does not append: glibc writes
+// the stream with its internal calls, which no hook sees, so its writes are not checked; enforce mode's
+// O_APPEND puts them at the end of file wherever the stream's position is (issue 24: said, not silent).
+void notice_unchecked_glibc_stream(const char* function, const char* path, const char* mode) {
+  char message[kMaxPath + 400];
+  std::snprintf(message, sizeof message,
+                "%s(\"%s\", \"%s\") reopens a glibc stream onto a guarded file: glibc writes such streams "
+                "with internal calls that are not checked; %s; see docs/stdio.md",
+                function, path, mode,
+                current_mode() == Mode::kEnforce
+                    ? "they land at the end of file (O_APPEND), wherever the stream's position is"
+                    : "a write at a position other than the end is not reported");
+  InternalScope internal;
+  report_notice(message);
+}
+
 // freopen(NULL, mode, stream) reopens the stream's own file.
 bool path_of_descriptor(int fd, char* out) {
   if (Description* d = g_files.lookup(fd)) {
@@ -128,7 +144,12 @@ FILE* freopen_hook(const char* function, const char* path, const char* mode, FIL
     note_close(old_fd);
   }
   if (!decision.guarded && !decision.trace_only) return real(path, mode, stream);
-  return open_by_glibc(request, decision, mode, [&](const char* m) { return real(path, m, stream); });
+  FILE* reopened =
+      open_by_glibc(request, decision, mode, [&](const char* m) { return real(path, m, stream); });
+  if (reopened && decision.guarded && mode[0] != 'a') {
+    keep_errno([&](int) { notice_unchecked_glibc_stream(function, decision.path, mode); });
+  }
+  return reopened;
 }
 
 // The program's view of a descriptor we may have made write-only: what it opened, not what we passed on.
