@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/carried_fds.h"
+#include "shim/exec_check.h"
 #include "shim/held_sessions.h"
 #include "shim/hook.h"
 #include "shim/trace.h"
@@ -116,10 +117,12 @@ int exec_carrying(const char* operation, char* const* envp, Exec&& exec, bool sp
 }  // namespace
 
 APPENDGUARD_HOOK int execve(const char* path, char* const argv[], char* const envp[]) {
+  say_if_exec_leaves_guarded_descriptors("execve", path);
   return exec_carrying("execve", envp, [&](char* const* e) { return real_execve(path, argv, e); });
 }
 
 APPENDGUARD_HOOK int execv(const char* path, char* const argv[]) {
+  say_if_exec_leaves_guarded_descriptors("execv", path);
   return exec_carrying("execv", environ, [&](char* const* e) { return real_execve(path, argv, e); });
 }
 

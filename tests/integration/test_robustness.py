@@ -1,5 +1,6 @@
 """Calls at awkward times: before our constructor, after exit, in signal handlers, around fork/vfork/exec."""
 import os
+import shutil
 import subprocess
 import time
 import unittest
@@ -200,6 +201,28 @@ class RobustnessTest(TempDirTest):
         self.assertNotIn("cannot be preloaded", proc.stderr)
         self.assertEqual(results(proc.stdout)["write_back"], "-1 errno=EOPNOTSUPP")
         self.assertEqual(len(violations(proc.stderr)), 1, proc.stderr)
+
+    def test_an_exec_that_leaves_guarded_descriptors_unchecked_is_said(self):
+        # Issue 24, "documented, still silent": a statically linked or set-uid program does not load the
+        # library, so the guarded descriptors it inherits are not checked there: said at the exec.
+        setuid = self.path("setuid_true")
+        shutil.copy("/bin/true", setuid)
+        os.chmod(setuid, 0o4755)
+        code = ("import os, sys; fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644); "
+                "os.set_inheritable(fd, sys.argv[3] == 'inherit'); os.execv(sys.argv[2], [sys.argv[2]])")
+        cases = [(program("static_probe"), "inherit", "statically linked"),
+                 (setuid, "inherit", "a set-uid or set-gid program"),
+                 ("/bin/true", "inherit", None), (program("static_probe"), "cloexec", None)]
+        for target, inherit, said in cases:
+            with self.subTest(target=target, inherit=inherit):
+                proc = run([PYTHON, "-c", code, self.path("exec.safetensors"), target, inherit])
+                lines = [line for line in proc.stderr.splitlines() if "inherits 1 guarded descriptor" in line]
+                if said:
+                    self.assertEqual(len(lines), 1, proc.stderr)
+                    self.assertIn(said, lines[0])
+                    self.assertIn("exec.safetensors", lines[0])
+                else:
+                    self.assertEqual(lines, [], proc.stderr)
 
     def test_a_report_inside_a_signal_handler_does_not_allocate(self):
         # The handler may have interrupted malloc (its lock is not recursive): the report names frames
