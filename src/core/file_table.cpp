@@ -144,7 +144,7 @@ TrackedFile* FileTable::acquire_file(dev_t device, ino_t inode, uint64_t size) {
 }
 
 Description* FileTable::track(int fd, const OpenRecord& record) {
-  if (fd < 0 || fd >= kMaxTrackedFd) return nullptr;
+  if (fd < 0 || fd >= kMaxTrackedFd || !slots_.reserve(fd)) return nullptr;
   RegistryGuard guard(registry_);
   TrackedFile* file = acquire_file(record.device, record.inode, record.size);
   if (!file) return nullptr;
@@ -237,7 +237,7 @@ void FileTable::alias(int old_fd, int new_fd) {
 
 bool FileTable::forget(int fd) {
   if (fd < 0 || fd >= kMaxTrackedFd) return false;
-  if (!slots_[fd].load(std::memory_order_relaxed)) return false;
+  if (!slots_.load(fd, std::memory_order_relaxed)) return false;
   RegistryGuard guard(registry_);
   Description* previous = slots_[fd].exchange(nullptr, std::memory_order_acq_rel);
   if (!previous || previous == closed_by_program()) return false;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/eof_rule.h"
+#include "core/fd_slots.h"
 #include "core/hidden.h"
 #include "core/lock.h"
 
@@ -194,16 +195,13 @@ class FileTable {
   }
   // The slot as it is: null (nothing of ours), a description, or closed_by_program(). The hooks' fast
   // paths test this one load; a taken slot goes out of line.
-  Description* slot(int fd) const {
-    if (static_cast<unsigned>(fd) >= static_cast<unsigned>(kMaxTrackedFd)) return nullptr;
-    return slots_[fd].load(std::memory_order_acquire);
-  }
+  Description* slot(int fd) const { return slots_.load(fd, std::memory_order_acquire); }
   // Whether `fd` still refers to `d`, which was found in fd's slot before (so fd is in range: a guarded
   // call's re-check under the file's lock, shim/held_file.h). The index is masked rather than tested, so
   // that a wrong caller reads a wrong slot, never outside the table.
   bool still_refers_to(int fd, const Description* d) const {
     static_assert((kMaxTrackedFd & (kMaxTrackedFd - 1)) == 0);
-    return slots_[static_cast<unsigned>(fd) & (kMaxTrackedFd - 1)].load(std::memory_order_acquire) == d;
+    return slots_.load_small(fd, std::memory_order_acquire) == d;  // bounds-checked: a wrong fd reads null
   }
   bool any_tracked() const { return highest_fd_plus_one_.load(std::memory_order_relaxed) > 0; }
   // Whether some file is open here (one relaxed load): false in every process that tracks nothing now,
@@ -279,7 +277,7 @@ class FileTable {
 
  private:
   // First, at the object's address: the hooks index it without adding an offset.
-  std::atomic<Description*> slots_[kMaxTrackedFd] = {};
+  FdSlots<Description, kMaxTrackedFd> slots_;  // low numbers inline, the rest mapped when used
 
   void recycle_unpinned(Description* d);     // the last reference went with a guarded call
   void release_description(Description* d);  // registry_ held

@@ -235,6 +235,29 @@ std::string PatternSet::compile(std::string_view spec) {
   return {};
 }
 
+size_t PatternSet::add_physical_aliases(PhysicalName physical) {
+  size_t added = 0;
+  const size_t count = patterns_.size();
+  for (size_t i = 0; i < count; ++i) {
+    const std::string text = patterns_[i].text;
+    if (!patterns_[i].full_path || text[0] != '/') continue;
+    size_t wildcard = text.find_first_of("*?[\\");
+    size_t slash = text.rfind('/', wildcard == std::string::npos ? std::string::npos : wildcard);
+    if (slash == std::string::npos || slash == 0) continue;
+    std::string resolved;
+    if (!physical(text.substr(0, slash), resolved) || resolved.empty() || resolved[0] != '/') continue;
+    if (resolved == text.substr(0, slash)) continue;
+    std::string alias = (resolved == "/" ? "" : resolved) + text.substr(slash);
+    if (!validate_glob(alias).empty()) continue;
+    bool known = false;
+    for (const Pattern& p : patterns_) known = known || p.text == alias;
+    if (known) continue;
+    patterns_.push_back(Pattern{alias, literal_suffix(alias), true});
+    ++added;
+  }
+  return added;
+}
+
 bool PatternSet::matches(std::string_view full_path, std::string_view file_name) const {
   for (const Pattern& p : patterns_) {
     std::string_view text = p.full_path ? full_path : file_name;

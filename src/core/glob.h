@@ -24,6 +24,14 @@ class PatternSet {
   // Colon-separated list. Returns an empty string on success, else the reason (naming the bad pattern).
   std::string compile(std::string_view spec);
 
+  // For each pattern with '/' whose directory before the first wildcard ("/data/lnk" in "/data/lnk/**")
+  // has another physical name (`physical` fills `out` with it, symlinks resolved, and returns true), the
+  // same pattern under that name is added: a file reached through the physical directory, a relative path
+  // from a working directory inside it or an openat on it (getcwd and /proc/self/fd name directories
+  // physically) is matched as its name through the link is. Returns how many were added.
+  using PhysicalName = bool (*)(const std::string& directory, std::string& out);
+  size_t add_physical_aliases(PhysicalName physical);
+
   bool needs_full_path() const { return has_full_path_patterns_; }
   // `full_path` may be empty when !needs_full_path().
   bool matches(std::string_view full_path, std::string_view file_name) const;

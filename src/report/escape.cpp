@@ -7,11 +7,20 @@ namespace {
 enum class ControlStyle { kHexByte, kJsonUnicode };  // \x1b (reports) or \u001b (JSON)
 
 // Backslash escapes for \\, ", \n, \t, \r; other control bytes in `style`; the rest as they are.
-void add_escaped(TextBuffer& out, std::string_view text, ControlStyle style) {
+void add_escaped(TextBuffer& out, std::string_view text, ControlStyle style, bool controls_only = false) {
   constexpr char kHex[] = "0123456789abcdef";
-  for (char c : text) {
+  size_t written = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
     auto byte = static_cast<unsigned char>(c);
-    if (c == '\\') {
+    if (written + 6 > kMaxEscapedText) {  // the longest escape: \u00XX
+      out.add("...[+{}]", text.size() - i);
+      return;
+    }
+    const size_t before = out.view().size();
+    if (controls_only && (c == '\\' || c == '"')) {
+      out.add_text({&c, 1});
+    } else if (c == '\\') {
       out.add_text("\\\\");
     } else if (c == '"') {
       out.add_text("\\\"");
@@ -32,6 +41,7 @@ void add_escaped(TextBuffer& out, std::string_view text, ControlStyle style) {
     } else {
       out.add_text({&c, 1});
     }
+    written += out.view().size() - before;
   }
 }
 
@@ -44,6 +54,10 @@ void add_escaped_path(TextBuffer& out, std::string_view path, bool quote) {
   if (quote) out.add_text("\"");
   add_escaped(out, path, ControlStyle::kHexByte);
   if (quote) out.add_text("\"");
+}
+
+void add_one_line(TextBuffer& out, std::string_view text) {
+  add_escaped(out, text, ControlStyle::kHexByte, true);
 }
 
 void add_json_string(TextBuffer& out, std::string_view text) {

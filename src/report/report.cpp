@@ -64,10 +64,10 @@ void write_reentered_line(std::string_view first_line) {
 // Out of line, so that its buffer is not in report_violation's frame (the report's stack budget).
 __attribute__((noinline)) void report_violation_briefly(const Violation& v, const ProcessIdentity& who);
 
-char g_line_text[1024 + kMaxPath];  // trace lines and notices, under g_report_lock
-char g_stack_text[3][12 * 1024];    // APPENDGUARD_FORMAT=json: the stacks' text, under g_report_lock
-bool g_json = false;                // APPENDGUARD_FORMAT=json
-CapturedStack g_no_stack;           // only read, when no scratch could be mapped
+char g_line_text[2048 + kMaxEscapedText];  // trace lines and notices, under g_report_lock
+char g_stack_text[3][12 * 1024];           // APPENDGUARD_FORMAT=json: the stacks' text, under g_report_lock
+bool g_json = false;                       // APPENDGUARD_FORMAT=json
+CapturedStack g_no_stack;                  // only read, when no scratch could be mapped
 
 const char* outcome_text(Outcome outcome) {
   switch (outcome) {
@@ -132,7 +132,10 @@ void format_violation(TextBuffer& out, const Violation& v, const ProcessIdentity
   if (v.outcome == Outcome::kAuditOnly) {
     out.add_text(v.fixed_by_enforce ? "; fixed by enforce mode" : "; needs a code change");
   }
-  out.add("; pid {} rank {} host {}", who.pid, who.rank, who.host);
+  out.add("; pid {} rank ", who.pid);
+  add_escaped_path(out, who.rank);  // RANK and the host name come from outside: they cannot forge a line
+  out.add_text(" host ");
+  add_escaped_path(out, who.host);
   out.add("\n  why: {}\n", v.why);
   if (const Description* d = v.description) {
     char original[160];
@@ -151,7 +154,9 @@ void format_violation(TextBuffer& out, const Violation& v, const ProcessIdentity
     if (d->site.reused_held) out.add_text(", answered with the descriptor held since its first open");
     out.add(" by pid {} tid {}\n", d->site.pid, d->site.tid);
   }
-  out.add("  process: pid {} tid {} rank {} program ", who.pid, who.tid, who.rank);
+  out.add("  process: pid {} tid {} rank ", who.pid, who.tid);
+  add_escaped_path(out, who.rank);
+  out.add_text(" program ");
   add_escaped_path(out, who.program);
   out.add_text("\n");
 }
@@ -553,6 +558,23 @@ void report_violation_briefly(const Violation& v, const ProcessIdentity& who) {
 
 }  // namespace
 
+namespace {
+
+// A line cut at its buffer's capacity (which escaped fields, cut at kMaxEscapedText, should never reach)
+// still ends with a newline; in JSON it is replaced by a record that parses.
+void end_line_whole(TextBuffer& out) {
+  if (!out.full()) return out.end_line();
+  if (g_json) {
+    const size_t length = out.view().size();
+    out.clear();
+    out.add("{{\"type\":\"notice\",\"message\":\"a line of over {} bytes was left out\"}}\n", length);
+    return;
+  }
+  out.end_line();
+}
+
+}  // namespace
+
 void report_trace(const TraceEvent& e) {
   if (t_reporting) return;  // a trace line from a handler that interrupted a report: dropped
   if (buffer_trace(e, is_trace_flush_point(e.operation)) == TraceOutcome::kBuffered) return;
@@ -567,6 +589,7 @@ void report_trace(const TraceEvent& e) {
   } else {
     format_trace(out, e, who);
   }
+  end_line_whole(out);
   g_sink.write(out.view());
 }
 
@@ -611,8 +634,11 @@ void report_notice(const char* message) {
     add_json_string(out, message);
     out.add_text("}\n");
   } else {
-    out.add("appendguard: {}\n", message);
+    out.add_text("appendguard: ");
+    add_one_line(out, message);  // a path in the message cannot start a line of its own
+    out.add_text("\n");
   }
+  end_line_whole(out);
   g_sink.write(out.view());
 }
 

@@ -20,11 +20,16 @@ SummaryValues read_summary(const SummaryCounters& c, const WriteTotals& writes) 
 }
 
 void format_summary(TextBuffer& out, const SummaryValues& v, pid_t pid, const char* rank, const char* host) {
+  // RANK and the host name come from outside: escaped, they cannot forge a line.
+  out.add("appendguard: summary: pid={} rank=", pid);
+  add_escaped_path(out, rank);
+  out.add_text(" host=");
+  add_escaped_path(out, host);
   out.add(
-      "appendguard: summary: pid={} rank={} host={} guarded_opens={} rewritten_opens={} writes={} "
-      "bytes={} violations={} fixed_by_enforce={} refused_bytes={} held_sessions={}\n",
-      pid, rank, host, v.guarded_opens, v.rewritten_opens, v.writes, v.bytes, v.violations,
-      v.fixed_by_enforce, v.refused_bytes, v.held_sessions);
+      " guarded_opens={} rewritten_opens={} writes={} bytes={} violations={} fixed_by_enforce={} "
+      "refused_bytes={} held_sessions={}\n",
+      v.guarded_opens, v.rewritten_opens, v.writes, v.bytes, v.violations, v.fixed_by_enforce,
+      v.refused_bytes, v.held_sessions);
 }
 
 void format_summary_json(TextBuffer& out, const SummaryValues& v, pid_t pid, const char* rank,
@@ -49,7 +54,7 @@ void write_summary() {
   if (v.guarded_opens == 0 && v.violations == 0 && v.fixed_by_enforce == 0) return;  // touched none
   char host[256] = "unknown";
   gethostname(host, sizeof host - 1);
-  char text[512];
+  char text[1024];
   TextBuffer out(text, sizeof text);
   pid_t pid = static_cast<pid_t>(syscall(SYS_getpid));
   if (reporting_json()) {
@@ -57,6 +62,7 @@ void write_summary() {
   } else {
     format_summary(out, v, pid, rank_from_environment(), host);
   }
+  out.end_line();
   report_line(out.view());
 }
 

@@ -25,6 +25,16 @@ class TextBuffer {
     size_ += n;
   }
   bool full() const { return size_ >= capacity_; }
+  // Every line we write ends with a newline: a line cut at the capacity gets one as its last byte (so
+  // that the next line, a violation report, cannot be glued onto it).
+  void end_line() {
+    if (capacity_ == 0 || (size_ > 0 && data_[size_ - 1] == '\n')) return;
+    if (size_ < capacity_) {
+      data_[size_++] = '\n';
+    } else {
+      data_[capacity_ - 1] = '\n';
+    }
+  }
   std::string_view view() const { return {data_, size_}; }
   void clear() { size_ = 0; }
 

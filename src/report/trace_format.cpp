@@ -1,5 +1,7 @@
 #include "report/trace_format.h"
 
+#include "report/escape.h"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -119,9 +121,18 @@ void FastText::hex(unsigned long long value) {
 }
 
 // Escapes as escape.cpp's add_escaped: \\ \" \n \t \r, other control bytes \xHH (text) or \u00HH (JSON).
-void FastText::escaped(std::string_view s, bool json) {
-  for (char c : s) {
+void FastText::escaped(std::string_view s, bool json, size_t already) {
+  // Cut as add_escaped cuts (escape.h, kMaxEscapedText).
+  const char* const start = at_ - already;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
     auto byte = static_cast<unsigned char>(c);
+    if (static_cast<size_t>(at_ - start) + 6 > kMaxEscapedText) {
+      text("...[+");
+      unsigned_number(s.size() - i);
+      character(']');
+      return;
+    }
     if (c == '\\' || c == '"') {
       character('\\');
       character(c);
@@ -154,7 +165,7 @@ void FastText::path(std::string_view p) {
 void FastText::json_text(std::string_view s) {
   size_t i = plain_prefix(s, true);
   text(s.substr(0, i));
-  if (i < s.size()) escaped(s.substr(i), true);
+  if (i < s.size()) escaped(s.substr(i), true, i);
 }
 
 void FastText::json_string(std::string_view s) {

@@ -45,7 +45,7 @@ class FastText {
     overflowed_ = true;
     return false;
   }
-  void escaped(std::string_view s, bool json);
+  void escaped(std::string_view s, bool json, size_t already = 0);  // already: the field's plain start
   char* begin_;
   char* at_;
   char* end_;

@@ -20,7 +20,7 @@ struct StreamCookie {
 namespace {
 
 // Found by descriptor: freopen is the only reader, fopen/fclose of guarded files the only writers.
-constinit std::atomic<StreamCookie*> g_cookie_of_fd[kMaxTrackedFd] = {};
+constinit FdSlots<StreamCookie, kMaxTrackedFd> g_cookie_of_fd;  // mapped in chunks when used
 
 bool registrable(int fd) {
   return fd >= 0 && fd < kMaxTrackedFd;
@@ -39,7 +39,7 @@ void unregister_cookie(StreamCookie* c) {
 StreamCookie* cookie_of(FILE* stream) {
   int fd = stream->_fileno;
   if (!registrable(fd)) return nullptr;
-  StreamCookie* c = g_cookie_of_fd[fd].load(std::memory_order_acquire);
+  StreamCookie* c = g_cookie_of_fd.load(fd, std::memory_order_acquire);
   return c && c->stream == stream ? c : nullptr;
 }
 

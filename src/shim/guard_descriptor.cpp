@@ -11,6 +11,7 @@
 #include "shim/guard_size.h"
 #include "shim/held_file.h"
 #include "shim/held_sessions.h"
+#include "shim/path_scratch.h"
 #include "shim/real_io.h"
 #include "shim/report_once.h"
 #include "shim/store_refusal.h"
@@ -36,13 +37,16 @@ int close_tracked(int fd) {
   // we reopened is explained. What both need is copied first: forgetting recycles the description.
   const bool traced = tracing();
   bool rewritten = false;
-  char path[kMaxPath] = "";
+  PathBuffer buffer;  // per thread, not on the stack (shim/path_scratch.h)
+  static char no_memory[] = "";
+  char* path = buffer.get() ? buffer.get() : no_memory;
+  path[0] = '\0';
   RefusedCall refused{path, 0, 0, false};
   if (Description* d = g_files.lookup(fd)) {
     if (d->starts_session && hold_instead_of_close(fd, d)) return 0;
     fill_reservation_before_close(fd, d);
     rewritten = rewritten_open(d) && !reported_already(d, kStoreRefusalReported);
-    if (traced || rewritten) std::snprintf(path, sizeof path, "%s", d->path);
+    if ((traced || rewritten) && path != no_memory) std::snprintf(path, kMaxPath, "%s", d->path);
     refused = RefusedCall::of(d);
     refused.path = path;
   }

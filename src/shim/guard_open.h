@@ -16,6 +16,7 @@
 #include "core/file_table.h"
 #include "core/open_flags.h"
 #include "core/write_all.h"
+#include "shim/path_scratch.h"
 #include "shim/real_io.h"
 
 namespace appendguard {
@@ -39,7 +40,10 @@ struct OpenDecision {
   uint64_t reuse_end = 0;         // and the bytes written in it
   uint64_t written_back = 0;      // rewrite: the existing bytes read and written back after truncating
   int flags = 0;                  // what to pass to the real call
-  char path[kMaxPath];            // absolute, normalized
+  // Absolute, normalized: a per-thread buffer, not on the stack (shim/path_scratch.h); null if no memory
+  // could be mapped.
+  PathBuffer path_buffer;
+  char* const path = path_buffer.get();
 };
 
 // Fills `decision` for an open in the current mode. Cheap for every open we leave alone.

@@ -10,6 +10,7 @@
 #include "core/path.h"
 #include "report/report.h"
 #include "shim/mount_guard.h"
+#include "shim/path_scratch.h"
 #include "shim/real_io.h"
 #include "shim/runtime.h"
 
@@ -22,17 +23,66 @@ bool base_directory(int dirfd, char* out, size_t capacity) {
   return descriptor_path(dirfd, out, capacity);
 }
 
+// A descriptor's own name in /proc ("/proc/self/fd/N", "/proc/thread-self/fd/N", "/proc/PID/fd/N",
+// "/dev/fd/N"): opening it reopens the file behind the descriptor, which is what must be decided on.
+bool names_a_descriptor(std::string_view path) {
+  if (path.starts_with("/dev/fd/")) return true;
+  if (!path.starts_with("/proc/")) return false;
+  path.remove_prefix(6);
+  size_t slash = path.find('/');
+  if (slash == std::string_view::npos || slash == 0) return false;
+  std::string_view owner = path.substr(0, slash);
+  if (owner != "self" && owner != "thread-self" &&
+      owner.find_first_not_of("0123456789") != std::string_view::npos) {
+    return false;
+  }
+  return path.substr(slash).starts_with("/fd/");
+}
+
+// The file a descriptor's /proc name stands for, into `out` (kMaxPath bytes): false if it is not one, or
+// if it is not a file with a path (a pipe, a socket, a deleted file).
+bool descriptor_target(const char* full_path, char* out) {
+  if (!names_a_descriptor(full_path)) return false;
+  ssize_t n = readlink(full_path, out, kMaxPath - 1);
+  if (n <= 0 || out[0] != '/') return false;
+  out[n] = '\0';
+  return true;
+}
+
 }  // namespace
 
 bool resolve_full_path(int dirfd, const char* path, char* out) {
-  char base[kMaxPath] = "";
-  if (path[0] != '/' && !base_directory(dirfd, base, sizeof base)) return false;
-  return normalize_path(base, path, out, kMaxPath) > 0;
+  if (!out) return false;
+  if (path[0] == '/') {
+    if (normalize_path({}, path, out, kMaxPath) == 0) return false;
+  } else {
+    PathLease lease(1);
+    char* base = lease.get();
+    if (!base || !base_directory(dirfd, base, kMaxPath)) return false;
+    if (normalize_path(base, path, out, kMaxPath) == 0) return false;
+  }
+  // /proc/self/fd/N: the file it reopens.
+  if (__builtin_expect(out[1] == 'p' || out[1] == 'd', 0) && names_a_descriptor(out)) {
+    PathLease lease(1);
+    char* target = lease.get();
+    if (target && descriptor_target(out, target)) std::memcpy(out, target, std::strlen(target) + 1);
+  }
+  return true;
 }
 
 bool descriptor_path(int fd, char* out, size_t capacity) {
-  char link[32];
-  std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  // "/proc/self/fd/" and the number, without snprintf.
+  char link[32] = "/proc/self/fd/";
+  char digits[12];
+  size_t count = 0;
+  unsigned value = static_cast<unsigned>(fd);
+  do {
+    digits[count++] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  } while (value != 0 && count < sizeof digits);
+  size_t at = 14;
+  while (count > 0) link[at++] = digits[--count];
+  link[at] = '\0';
   ssize_t n = readlink(link, out, capacity - 1);
   if (n <= 0) return false;
   out[n] = '\0';
@@ -42,33 +92,42 @@ bool descriptor_path(int fd, char* out, size_t capacity) {
 namespace {
 
 // `full_path` with the symlinks of its directory resolved (the directory must exist), as getcwd and
-// /proc/self/fd name it; relative opens are resolved this way already.
-bool physical_path_of(const char* full_path, char* out) {
+// /proc/self/fd name it, into `out`; `scratch` is a kMaxPath buffer.
+bool physical_path_of(const char* full_path, char* out, char* scratch) {
   std::string_view path(full_path);
   size_t slash = path.rfind('/');
   if (slash == std::string_view::npos || slash == 0) return false;
-  char directory[kMaxPath];
-  std::memcpy(directory, full_path, slash);
-  directory[slash] = '\0';
-  int fd = real_open(directory, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+  std::memcpy(scratch, full_path, slash);
+  scratch[slash] = '\0';
+  int fd = real_open(scratch, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
   if (fd < 0) return false;
-  char physical_directory[kMaxPath];
-  bool ok = descriptor_path(fd, physical_directory, sizeof physical_directory);
+  bool ok = descriptor_path(fd, scratch, kMaxPath);
   real_close(fd);
   if (!ok) return false;
-  return normalize_path(physical_directory, path.substr(slash + 1), out, kMaxPath) > 0;
+  return normalize_path(scratch, path.substr(slash + 1), out, kMaxPath) > 0;
 }
 
-// A path too long to resolve cannot be matched against the patterns: said once per process.
-void notice_unresolvable_path(int dirfd, const char* path) {
+// A path too long to resolve (or no memory to resolve it in) cannot be matched against the patterns:
+// said once per process.
+void notice_unresolvable_path(int dirfd, const char* path, bool no_memory) {
   static constinit OncePerProcess told;
   if (!told.first_time()) return;
   char message[512];
-  std::snprintf(message, sizeof message,
-                "a write open of \"%.200s...\" (%zu bytes, dirfd %d) is not guarded: its absolute path does "
-                "not fit in %zu bytes, so APPENDGUARD_PATHS patterns with '/' cannot be matched against it "
-                "(said once per process)",
-                path, std::strlen(path), dirfd, kMaxPath);
+  if (no_memory) {
+    std::snprintf(
+        message, sizeof message,
+        "a write open of \"%.200s\" (dirfd %d) is not guarded: no memory could be mapped to resolve "
+        "its path (%zu bytes per thread), so APPENDGUARD_PATHS patterns cannot be matched against "
+        "it (said once per process)",
+        path, dirfd, kPathSlots * kMaxPath);
+  } else {
+    std::snprintf(
+        message, sizeof message,
+        "a write open of \"%.200s...\" (%zu bytes, dirfd %d) is not guarded: its absolute path does "
+        "not fit in %zu bytes, so APPENDGUARD_PATHS patterns with '/' cannot be matched against it "
+        "(said once per process)",
+        path, std::strlen(path), dirfd, kMaxPath);
+  }
   InternalScope internal;
   report_notice(message);
 }
@@ -77,19 +136,29 @@ void notice_unresolvable_path(int dirfd, const char* path) {
 
 bool matched_by_name(int dirfd, const char* path, char* full_path) {
   const PatternSet& patterns = g_config->paths;
-  if (!patterns.could_match(path)) return false;
-  if (!patterns.needs_full_path() && !patterns.matches({}, file_name_of(path))) return false;
+  // A descriptor's /proc name ends with a number: its target is what a pattern may match.
+  const bool proc_name = (path[0] == '/' && (path[1] == 'p' || path[1] == 'd')) && names_a_descriptor(path);
+  if (!proc_name && !patterns.could_match(path)) return false;
+  if (!full_path) {
+    notice_unresolvable_path(dirfd, path, true);
+    return false;
+  }
+  if (!proc_name && !patterns.needs_full_path() && !patterns.matches({}, file_name_of(path))) return false;
   if (!resolve_full_path(dirfd, path, full_path)) {
-    if (patterns.needs_full_path()) {
-      notice_unresolvable_path(dirfd, path);
+    if (patterns.needs_full_path() || proc_name) {
+      notice_unresolvable_path(dirfd, path, false);
       return false;
     }
     std::strncpy(full_path, path, kMaxPath - 1);  // a name-only match still counts
     full_path[kMaxPath - 1] = '\0';
   }
-  if (!patterns.needs_full_path() || patterns.matches(full_path, file_name_of(full_path))) return true;
-  char physical[kMaxPath];
-  if (!physical_path_of(full_path, physical) || std::strcmp(physical, full_path) == 0) return false;
+  if (patterns.matches(full_path, file_name_of(full_path))) return true;
+  if (!patterns.needs_full_path()) return false;
+  PathLease lease(2);
+  char* physical = lease.get(0);
+  if (!physical || !physical_path_of(full_path, physical, lease.get(1)) ||
+      std::strcmp(physical, full_path) == 0)
+    return false;
   if (!patterns.matches(physical, file_name_of(physical))) return false;
   std::memcpy(full_path, physical, std::strlen(physical) + 1);
   return true;

@@ -20,7 +20,7 @@ namespace appendguard {
 // errs on the side of not waiting.
 class HeldFile {
  public:
-  HeldFile(int fd, Description* d) : d_(d) {
+  [[gnu::always_inline]] HeldFile(int fd, Description* d) : d_(d) {
     pinned_ = g_files.pin(d);
     if (pinned_) reacquire(fd, d);
   }

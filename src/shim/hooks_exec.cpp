@@ -14,6 +14,7 @@
 
 #include "core/carried_fds.h"
 #include "report/report.h"
+#include "shim/exec_check.h"
 #include "shim/held_sessions.h"
 #include "shim/hook.h"
 #include "shim/trace.h"
@@ -223,10 +224,12 @@ namespace {
 }  // namespace
 
 APPENDGUARD_HOOK int execve(const char* path, char* const argv[], char* const envp[]) {
+  say_if_exec_leaves_guarded_descriptors("execve", path);
   return exec_carrying("execve", envp, [&](char* const* e) { return real_execve(path, argv, e); });
 }
 
 APPENDGUARD_HOOK int execv(const char* path, char* const argv[]) {
+  say_if_exec_leaves_guarded_descriptors("execv", path);
   return exec_carrying("execv", environ, [&](char* const* e) { return real_execve(path, argv, e); });
 }
 

@@ -3,6 +3,7 @@
 #include "shim/guarded.h"
 #include "shim/guarded_paths.h"
 #include "shim/hook.h"
+#include "shim/path_scratch.h"
 #include "shim/trace.h"
 
 using namespace appendguard;
@@ -12,9 +13,9 @@ namespace {
 template <typename Real>
 int truncate_hook(const char* operation, const char* path, off64_t length, Real&& real) {
   if (__builtin_expect(current_mode() == Mode::kOff, 1)) return real();
-  char full_path[kMaxPath];
-  if (!guarded_path(path, full_path)) return real();
-  return guarded_truncate(operation, full_path, length, real);
+  PathBuffer full_path;  // per thread, not on the stack (shim/path_scratch.h)
+  if (!guarded_path(path, full_path.get())) return real();
+  return guarded_truncate(operation, full_path.get(), length, real);
 }
 
 template <typename Stat, typename Real>

@@ -16,6 +16,7 @@
 #include "shim/guarded_paths.h"
 #include "shim/held_sessions.h"
 #include "shim/hook.h"
+#include "shim/path_scratch.h"
 #include "shim/trace.h"
 
 using namespace appendguard;
@@ -89,6 +90,22 @@ FILE* fopen_hook(const char* function, const char* path, const char* mode, Real&
   return stream_over(open_for_stream(request, decision), parsed);
 }
 
+// freopen of a glibc stream (stdout...) onto a guarded file in a mode that does not append: glibc writes
+// the stream with its internal calls, which no hook sees, so its writes are not checked; enforce mode's
+// O_APPEND puts them at the end of file wherever the stream's position is (issue 24: said, not silent).
+void notice_unchecked_glibc_stream(const char* function, const char* path, const char* mode) {
+  char message[kMaxPath + 400];
+  std::snprintf(message, sizeof message,
+                "%s(\"%s\", \"%s\") reopens a glibc stream onto a guarded file: glibc writes such streams "
+                "with internal calls that are not checked; %s; see docs/stdio.md",
+                function, path, mode,
+                current_mode() == Mode::kEnforce
+                    ? "they land at the end of file (O_APPEND), wherever the stream's position is"
+                    : "a write at a position other than the end is not reported");
+  InternalScope internal;
+  report_notice(message);
+}
+
 // freopen(NULL, mode, stream) reopens the stream's own file.
 bool path_of_descriptor(int fd, char* out) {
   if (Description* d = g_files.lookup(fd)) {
@@ -104,8 +121,10 @@ FILE* freopen_hook(const char* function, const char* path, const char* mode, FIL
   const bool ours = is_cookie_stream(stream);
   const int old_fd = ours ? cookie_stream_fd(stream) : fileno(stream);
   const bool old_tracked = g_files.lookup(old_fd) != nullptr;
-  char own_path[kMaxPath];
-  const char* target = path ? path : path_of_descriptor(old_fd, own_path) ? own_path : nullptr;
+  PathBuffer own_path;  // per thread, not on the stack
+  const char* target = path                                                           ? path
+                       : own_path.get() && path_of_descriptor(old_fd, own_path.get()) ? own_path.get()
+                                                                                      : nullptr;
   FopenMode parsed = parse_fopen_mode(mode);
   OpenRequest request{function, AT_FDCWD, target, parsed.flags};
   OpenDecision decision;
@@ -125,7 +144,12 @@ FILE* freopen_hook(const char* function, const char* path, const char* mode, FIL
     note_close(old_fd);
   }
   if (!decision.guarded && !decision.trace_only) return real(path, mode, stream);
-  return open_by_glibc(request, decision, mode, [&](const char* m) { return real(path, m, stream); });
+  FILE* reopened =
+      open_by_glibc(request, decision, mode, [&](const char* m) { return real(path, m, stream); });
+  if (reopened && decision.guarded && mode[0] != 'a') {
+    keep_errno([&](int) { notice_unchecked_glibc_stream(function, decision.path, mode); });
+  }
+  return reopened;
 }
 
 // The program's view of a descriptor we may have made write-only: what it opened, not what we passed on.
@@ -183,16 +207,18 @@ int guarded_vdprintf(const char* operation, int fd, Description* d, const char* 
 APPENDGUARD_HOOK int fclose(FILE* stream) {
   int fd = stream ? stream->_fileno : -1;
   if (__builtin_expect(g_files.lookup(fd) == nullptr, 1)) return real_fclose(stream);
-  char path[kMaxPath] = {};
+  PathBuffer buffer;  // per thread, not on the stack (shim/path_scratch.h)
+  char* path = buffer.get();
   Description* d = g_files.lookup(fd);
-  if (d && tracing()) snprintf(path, sizeof path, "%s", d->path);
+  if (path) path[0] = '\0';
+  if (path && d && tracing()) snprintf(path, kMaxPath, "%s", d->path);
   if (!is_cookie_stream(stream)) {
     real_fflush(stream);  // its last bytes reach the descriptor while it is still the one we know
     if (d) fill_reservation_before_close(fd, d);
     note_close(fd);
   }
   int result = real_fclose(stream);
-  if (path[0]) keep_errno([&](int error) { trace("fclose", fd, path, result, error, "%s", ""); });
+  if (path && path[0]) keep_errno([&](int error) { trace("fclose", fd, path, result, error, "%s", ""); });
   return result;
 }
 

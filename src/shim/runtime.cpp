@@ -23,6 +23,7 @@
 #include "shim/guard_size.h"
 #include "shim/held_sessions.h"
 #include "shim/mount_guard.h"
+#include "shim/path_scratch.h"
 #include "shim/real_io.h"
 
 namespace appendguard {
@@ -108,6 +109,15 @@ bool is_directory(const char* path) {
   return syscall(SYS_newfstatat, AT_FDCWD, path, &st, 0) == 0 && S_ISDIR(st.st_mode);
 }
 
+// A directory's name with its symlinks resolved (realpath), for APPENDGUARD_PATHS patterns.
+bool physical_directory(const std::string& directory, std::string& out) {
+  char* resolved = realpath(directory.c_str(), nullptr);
+  if (!resolved) return false;
+  out = resolved;
+  std::free(resolved);
+  return true;
+}
+
 void initialize() {
   InternalScope internal;
   ConfigResult result = parse_config([](const char* name) -> const char* { return secure_getenv(name); },
@@ -132,7 +142,9 @@ void initialize() {
     return;
   }
   g_config = new Config(std::move(result.config));
+  g_config->paths.add_physical_aliases(physical_directory);  // one rule for every path form (path.h)
   configure_reporter(*g_config);
+  init_path_scratch();
   g_owner_pid.store(raw_getpid(), std::memory_order_relaxed);
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
   load_mount_table();

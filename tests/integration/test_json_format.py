@@ -1,8 +1,12 @@
 """APPENDGUARD_FORMAT=json: every report, trace line, notice and summary is one JSON object per line."""
 import json
+import os
+import subprocess
 import unittest
 
 from harness import PYTHON, TempDirTest, program, run
+
+LAUNCHER = os.environ.get("APPENDGUARD_LAUNCHER", "")
 
 
 class JsonFormatTest(TempDirTest):
@@ -48,3 +52,46 @@ class JsonFormatTest(TempDirTest):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class LongLinesTest(TempDirTest):
+    """Issue 24, items 10 and 11: a path of 3.5 KB of control bytes lost its trace line's newline (the next
+    lines, the violation report among them, were glued on: `appendguard report` counted 0, JSON lines did not
+    parse); a newline in RANK forged `appendguard: violation:` lines."""
+
+    def control_byte_path(self):
+        directory = self.dir
+        for i in range(14):  # 14 components of 250 control bytes (no '/', no NUL)
+            directory = os.path.join(directory, "".join(chr(1 + (i * 250 + j) % 30) for j in range(250)))
+        os.makedirs(directory)
+        return os.path.join(directory, "x.safetensors")
+
+    def test_every_line_ends_and_parses(self):
+        path = self.control_byte_path()
+        forged_rank = "0\nappendguard: violation: write /forged fd=1 bytes=1 offset=0 end_of_file=0: refused"
+        for form in ("text", "json"):
+            with self.subTest(format=form):
+                log = self.path(f"{form}.log")
+                proc = run([program("probe"), "backward", path], APPENDGUARD_FORMAT=form, APPENDGUARD_TRACE="1",
+                           APPENDGUARD_LOG=log, RANK=forged_rank)
+                self.assertOk(proc)
+                with open(log, "rb") as f:
+                    data = f.read()
+                self.assertTrue(data.endswith(b"\n"))
+                lines = data.decode("utf-8", "replace").splitlines()
+                if form == "json":
+                    objects = [json.loads(line) for line in lines if line.strip()]
+                    self.assertEqual([o["type"] for o in objects].count("violation"), 1)
+                    self.assertGreater([o["type"] for o in objects].count("trace"), 1)
+                else:
+                    # Every line is one of ours: a trace line, a report's first line or one of its indented
+                    # lines; exactly one violation, and no line longer than the line buffer.
+                    self.assertEqual(sum(line.startswith("appendguard: violation: ") for line in lines), 1, data[:3000])
+                    self.assertGreater(sum(line.startswith("appendguard: trace: ") for line in lines), 1)
+                    for line in lines:
+                        self.assertTrue(line.startswith("appendguard: ") or line.startswith("  "), line[:200])
+                        self.assertLess(len(line), 16384)
+                    proc = subprocess.run([LAUNCHER, "report", log], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                          text=True, errors="replace")
+                    self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+                    self.assertIn("appendguard report: 1 violation", proc.stdout)

@@ -164,7 +164,7 @@ class EnforceOpens(StdioTest):
         self.assertIn("stdio_read", reports[0])
 
     def test_freopen_of_a_glibc_stream_rewrites_the_mode_and_checks_the_descriptor(self):
-        r, data, reports, _ = self.probe("freopen")
+        r, data, reports, proc = self.probe("freopen")
         self.assertEqual(r["freopen"], "0")
         self.assertEqual(r["same_stream"], "0")
         self.assertEqual(r["access_write_only"], "1")
@@ -176,6 +176,9 @@ class EnforceOpens(StdioTest):
         self.assertEqual(r["freopen_missing"], "-1 errno=ENOENT")
         self.assertEqual(len(reports), 1, reports)
         self.assertIn(" write ", reports[0])
+        # Issue 24: the unchecked stream is said once, at the freopen (it was silent).
+        self.assertEqual(proc.stderr.count("reopens a glibc stream onto a guarded file"), 1, proc.stderr)
+        self.assertIn('freopen("' + self.path("t.safetensors") + '", "r+b")', proc.stderr)
 
     def test_freopen_of_a_guarded_stream_keeps_checking(self):
         r, data, reports, _ = self.probe("freopen_ours")

@@ -122,3 +122,32 @@ TEST_CASE("a long pattern (beyond the stack rows) matches the same") {
   CHECK_FALSE(glob_match(pattern, std::string(299, 'x')));
   CHECK(glob_match(pattern + "*", std::string(400, 'x')));
 }
+
+TEST_CASE("a pattern through a symlinked directory also matches the directory's physical name") {
+  // Issue 24, item 17: "/data/lnk/**" with lnk -> real guarded /data/lnk/f but not the same file opened
+  // relative to a working directory inside lnk or with openat on it (named /data/real/f by the kernel).
+  PatternSet set;
+  REQUIRE(set.compile("/data/lnk/**:/data/lnk/run-*/*.bin:*.safetensors:/plain/**").empty());
+  CHECK_FALSE(set.matches("/data/real/f", "f"));
+  size_t added = set.add_physical_aliases([](const std::string& directory, std::string& out) {
+    if (directory.rfind("/data/lnk", 0) != 0) {
+      out = directory;  // no symlink: the same name
+      return true;
+    }
+    out = "/data/real" + directory.substr(9);
+    return true;
+  });
+  CHECK(added == 2);
+  CHECK(set.size() == 6);
+  CHECK(set.matches("/data/real/f", "f"));
+  CHECK(set.matches("/data/lnk/f", "f"));
+  CHECK(set.matches("/data/real/run-3/x.bin", "x.bin"));
+  CHECK_FALSE(set.matches("/plainer/f", "f"));
+  CHECK(set.add_physical_aliases([](const std::string&, std::string& out) {
+    out = "/data/real";
+    return true;
+  }) <= 2);  // an alias already known is not added again
+  PatternSet missing;
+  REQUIRE(missing.compile("/gone/**").empty());
+  CHECK(missing.add_physical_aliases([](const std::string&, std::string&) { return false; }) == 0);
+}

@@ -264,3 +264,40 @@ TEST_CASE("where the position left the end, and the frames left out") {
       std::string(out.view()) + "    #0  0x0000004011aa culprit+0x1a (probe+0x11aa)\n";
   CHECK(call_site_of(block) == "culprit+0x1a (probe+0x11aa)");
 }
+
+TEST_CASE("RANK and the host name can forge no line of a report or a summary") {
+  // Issue 24, item 11: a newline in RANK or in the host name started a line "appendguard: violation: ...".
+  const char* forged = "0\nappendguard: violation: write /x fd=1 bytes=1 offset=0 end_of_file=0: refused";
+  ProcessIdentity who{10, 12, "/usr/bin/python3", forged, forged};
+  Violation v;
+  v.operation = "write";
+  v.path = "/ckpt/a.safetensors";
+  v.fd = 3;
+  char text[8192];
+  TextBuffer out(text, sizeof text);
+  format_violation(out, v, who);
+  std::string report(out.view());
+  std::vector<ViolationGroup> groups;
+  collect_violations(report, groups);
+  CHECK(groups.size() == 1);
+  CHECK(report.find("\nappendguard:") == std::string::npos);
+  TextBuffer summary(text, sizeof text);
+  format_summary(summary, SummaryValues{1, 0, 0, 0, 0, 0, 0, 0}, 42, forged, forged);
+  std::string line(summary.view());
+  CHECK(std::count(line.begin(), line.end(), '\n') == 1);
+  CHECK(line.back() == '\n');
+}
+
+TEST_CASE("a line cut at its buffer still ends with a newline") {
+  char text[16];
+  TextBuffer out(text, sizeof text);
+  out.add_text("0123456789abcdefghij");
+  REQUIRE(out.full());
+  out.end_line();
+  CHECK(out.view() == "0123456789abcde\n");
+  TextBuffer room(text, sizeof text);
+  room.add_text("abc");
+  room.end_line();
+  room.end_line();
+  CHECK(room.view() == "abc\n");
+}

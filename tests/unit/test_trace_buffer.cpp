@@ -5,12 +5,14 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "report/escape.h"
 #include "report/report.h"
 #include "report/trace_buffer.h"
 #include "report/trace_format.h"
@@ -311,5 +313,26 @@ TEST_CASE("the trace flush points") {
   }
   for (const char* op : {"write", "pwrite64", "lseek64", "open", "fopen", "ftruncate", "closed", "f"}) {
     CHECK_FALSE(is_trace_flush_point(op));
+  }
+}
+
+TEST_CASE("a path of control bytes is cut in the same place by both formatters, and the line keeps its end") {
+  // Issue 24, item 10: 3.5 KB of control bytes became 14-21 KB escaped, over the line buffer: the line lost
+  // its newline and the next line (a violation report) was glued onto it.
+  std::string path = "/ckpt/";
+  for (int i = 0; i < 3500; ++i) path.push_back(static_cast<char>(1 + i % 30));
+  path += ".safetensors";
+  TraceEvent e;
+  e.operation = "write";
+  e.fd = 3;
+  e.path = path.c_str();
+  e.detail = "bytes=1";
+  for (bool json : {false, true}) {
+    std::string line = reference(e, 1, 2, json);
+    CHECK(line == fast(e, 1, 2, json));
+    CHECK(line.size() < 2048 + kMaxEscapedText);  // fits the line buffer of report.cpp
+    CHECK(line.find("...[+") != std::string::npos);
+    CHECK(line.back() == '\n');
+    CHECK(std::count(line.begin(), line.end(), '\n') == 1);
   }
 }
