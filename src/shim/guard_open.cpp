@@ -177,6 +177,12 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
   record.inode = st.st_ino;
   record.size = static_cast<uint64_t>(st.st_size);
   record.truncated = (decision.flags & O_TRUNC) != 0;
+  // After O_TRUNC the file holds what the library wrote back (APPENDGUARD_REOPEN=rewrite), nothing else,
+  // whatever fstat says: rclone --vfs-cache-mode off reports the old size for seconds (issue 23).
+  if (record.truncated) record.size = decision.written_back;
+  // A file written anew for a program that asked for O_APPEND: its next write lands at the end, where
+  // reopen_by_rewriting left the kernel offset.
+  if (decision.written_back > 0 && (request.flags & O_APPEND)) record.position = decision.written_back;
   record.kernel_appends = (decision.flags & O_APPEND) != 0;
   record.program_appends = (request.flags & O_APPEND) != 0;
   record.readable_by_program = (request.flags & O_ACCMODE) == O_RDWR;
@@ -189,12 +195,11 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
                           ((decision.flags & O_TRUNC) || (!decision.exists && (decision.flags & O_CREAT)));
   if (record.starts_session) start_held_committer();  // not at the close: it may be in a signal handler
   if (decision.reuse_fd >= 0) {
-    // The held session: the kernel offset is at the end of what it wrote, and only writes there are
-    // allowed, so the kernel places every allowed write at the end (as with O_APPEND); the program's
-    // position is what its open promised.
+    // The held session: the kernel offset is where the program's position is (reuse_held_descriptor),
+    // the end of what it wrote for a program that asked for O_APPEND, else 0; the descriptor appends only
+    // if its first open had O_APPEND (a pwrite of a program that asked for O_APPEND lands at its offset).
     record.size = decision.reuse_end;
     record.truncated = false;
-    record.kernel_appends = true;
     record.position = record.program_appends ? decision.reuse_end : 0;
     record.reused_session = true;
   }
@@ -331,7 +336,7 @@ void report_rewrite_failure(const OpenDecision& decision, uint64_t written, uint
 int reuse_held_descriptor(const OpenRequest& request, const OpenDecision& decision) {
   int fd = decision.reuse_fd;
   real_fcntl(fd, F_SETFD, (request.flags & O_CLOEXEC) ? FD_CLOEXEC : 0);
-  real_lseek64(fd, static_cast<off64_t>(decision.reuse_end), SEEK_SET);
+  real_lseek64(fd, (request.flags & O_APPEND) ? static_cast<off64_t>(decision.reuse_end) : 0, SEEK_SET);
   return fd;
 }
 

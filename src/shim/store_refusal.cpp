@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/vfs.h>
 
 #include <cstdio>
 
@@ -41,8 +42,22 @@ void explain_store_refusal(const char* operation, int fd, const RefusedCall& d, 
   report_notice(message);
 }
 
+namespace {
+
+// EINVAL on an O_DIRECT descriptor outside FUSE: a misaligned buffer, offset or length, the program's own
+// error (a local disk answers it with or without the library), not a store's refusal (issue 24, item 13).
+bool programs_own_direct_io_error(int fd, const Description* d, int error) {
+  constexpr long kFuseSuperMagic = 0x65735546;
+  if (error != EINVAL || !(d->site.effective_flags & O_DIRECT)) return false;
+  struct statfs fs;
+  return fstatfs(fd, &fs) == 0 && static_cast<long>(fs.f_type) != kFuseSuperMagic;
+}
+
+}  // namespace
+
 void note_failed_guarded_call(const char* operation, int fd, Description* d, int error) {
-  if (rewritten_open(d) && is_store_refusal(error) && first_report_of(d, kStoreRefusalReported))
+  if (rewritten_open(d) && is_store_refusal(error) && !programs_own_direct_io_error(fd, d, error) &&
+      first_report_of(d, kStoreRefusalReported))
     explain_store_refusal(operation, fd, RefusedCall::of(d), error);
   errno = error;
 }
