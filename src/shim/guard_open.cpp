@@ -65,12 +65,19 @@ void explain_refused_rewrite_by_truncation(const OpenRequest& request, const Ope
   char effective[160];
   format_open_flags(decision.flags, effective, sizeof effective);
   char message[kMaxPath + 512];
+  // A write-once store that also refuses to replace a file (mountpoint-s3 without --allow-overwrite)
+  // takes no append at all: O_APPEND fails there as well.
+  const bool write_once = store_kind_of(decision.path) == StoreKind::kWriteOnce;
   std::snprintf(message, sizeof message,
                 "%s(\"%s\"): APPENDGUARD_REOPEN=rewrite reopens an existing file truncating it (%s) to write "
-                "its bytes back, and the filesystem refused that with %s; the file is unchanged. A kernel "
-                "append-only file (chattr +a) or a store that appends but cannot replace a file needs "
-                "APPENDGUARD_REOPEN=append (the default); see docs/stores.md",
-                request.function, decision.path, effective, errno_name(error));
+                "its bytes back, and the filesystem refused that with %s; the file is unchanged. %s; see "
+                "docs/stores.md",
+                request.function, decision.path, effective, errno_name(error),
+                write_once ? "This write-once store neither appends to an existing file nor lets it be "
+                             "replaced: no setting of appendguard can add to it here (write the file in one "
+                             "session, or allow overwrites on the store)"
+                           : "A kernel append-only file (chattr +a) or a store that appends but cannot "
+                             "replace a file needs APPENDGUARD_REOPEN=append (the default)");
   report_notice(message);
 }
 

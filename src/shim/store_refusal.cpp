@@ -10,6 +10,7 @@
 #include "core/open_flags.h"
 #include "core/unguarded_failure.h"
 #include "report/report.h"
+#include "shim/mount_guard.h"
 #include "shim/report_once.h"
 #include "shim/runtime.h"
 
@@ -21,6 +22,7 @@ void explain_store_refusal(const char* operation, int fd, const RefusedCall& d, 
   format_open_flags(d.original_flags, original, sizeof original);
   format_open_flags(d.effective_flags, effective, sizeof effective);
   const bool appends = (d.effective_flags & O_APPEND) != 0;
+  const bool write_once = store_kind_of(d.path) == StoreKind::kWriteOnce;
   const char* rule =
       d.reused_session
           ? "the store refused the write session appendguard held open from the file's first open and "
@@ -31,8 +33,16 @@ void explain_store_refusal(const char* operation, int fd, const RefusedCall& d, 
                   "from offset 0 per file); APPENDGUARD_REOPEN=hold (the default on the stores it "
                   "recognises) keeps the file's first write session open for the reopen, and "
                   "APPENDGUARD_REOPEN=rewrite writes such files anew"
-                : "the filesystem refused the file written anew; if it appends to existing files, "
-                  "APPENDGUARD_REOPEN=append reopens them with O_APPEND instead";
+      : write_once
+          // Measured (e2e.test_overwrite_append): on rclone --vfs-cache-mode off and appendonlyfs s3 an
+          // append to an existing file works only by writing the file anew; O_APPEND fails there.
+          ? "the store refused the file written anew (truncated and its bytes written back: the only way a "
+            "write-once store takes an append to an existing file; O_APPEND does not work there); no "
+            "setting of appendguard appends to it on this store: write the file in one session (a file this "
+            "process creates is held open across its close and reused), or on a local disk and copy it"
+          : "the filesystem refused the file written anew; it is not a write-once store appendguard "
+            "recognises, and APPENDGUARD_REOPEN=append (the default there) reopens existing files with "
+            "O_APPEND instead";
   char message[kMaxPath + 900];
   std::snprintf(message, sizeof message,
                 "%s: %s (fd %d) failed with %s on a descriptor appendguard opened %s (the program asked for "
