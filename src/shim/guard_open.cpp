@@ -269,6 +269,13 @@ bool adopt_if_guarded(int fd, const char* function, const CarriedFd* carried, si
   } else {
     off64_t position = real_lseek64(fd, 0, SEEK_CUR);
     open_record.position = position > 0 ? static_cast<uint64_t>(position) : 0;
+    // A carried truncating description on a write-once store (bash's `cat > f`: the shell opens "wb",
+    // cat inherits it): its bytes are those written from 0 to the offset (the store takes nothing else),
+    // while fstat may still show the size from before the O_TRUNC (rclone --vfs-cache-mode off).
+    if (record && (record->effective_flags & O_TRUNC)) {
+      refresh_mounts_for(st.st_dev);
+      if (store_kind_of(path) == StoreKind::kWriteOnce) open_record.size = open_record.position;
+    }
   }
   open_record.kernel_appends = kernel_appends;
   open_record.program_appends = (site.original_flags & O_APPEND) != 0;

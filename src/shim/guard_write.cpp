@@ -28,10 +28,12 @@ const char* write_violation_reason(WriteVerdict verdict, bool has_offset, bool l
 }  // namespace
 
 bool refresh_shared_offset(int fd, Description* d) {
-  struct stat64 st;
-  if (real_fstat64(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) > d->file->end_of_file)
-    d->file->end_of_file = static_cast<uint64_t>(st.st_size);  // the other process appended
   off64_t offset = real_lseek64(fd, 0, SEEK_CUR);
+  // The other process appended through the shared description: the offset is past the end we knew. Not
+  // fstat's size, which rclone --vfs-cache-mode off keeps reporting from before an O_TRUNC for seconds
+  // (a "wb" file, a fork, then every write refused and the file committed empty: issue 23).
+  if (offset > 0 && static_cast<uint64_t>(offset) > d->file->end_of_file)
+    d->file->end_of_file = static_cast<uint64_t>(offset);
   if (offset < 0 || static_cast<uint64_t>(offset) == d->position) return false;
   d->position = static_cast<uint64_t>(offset);
   return true;

@@ -2,7 +2,8 @@
 run is byte for byte the same run on a local disk, or fails loudly (an `appendguard:` line) with the file
 as it was. Each case starts from an existing 100-byte file.
 
-* Overwrite (`open(p, "wb").write(...)`, `cp` onto the file, `dd` without conv=notrunc, all O_TRUNC opens):
+* Overwrite (`open(p, "wb").write(...)`, `cp` onto the file, `dd` without conv=notrunc, bash's `>` with cat
+  inheriting the descriptor, "wb" then a fork: all O_TRUNC opens):
   on rclone --vfs-cache-mode off fstat reports the old size for seconds after the O_TRUNC open; the library
   took its end of file from it, refused every write and committed an empty file (exit 0 for the "wb"
   idiom).
@@ -34,6 +35,12 @@ def commands(src, target):
         "python_wb": [PYTHON, "-c", f"open({target!r}, 'wb').write({NEW!r})"],
         "cp_onto": ["cp", src, target],
         "dd_trunc": ["dd", f"if={src}", f"of={target}", "status=none"],
+        # The shell opens "wb" and cat inherits it across exec (the end must not come from fstat there).
+        "bash_cat_overwrite": ["bash", "-c", f'cat "{src}" > "{target}"'],
+        # A fork shares the "wb" description: its offset is read back before each write (not fstat's size).
+        "python_wb_after_fork": [PYTHON, "-c", f"import os\nf = open({target!r}, 'wb')\npid = os.fork()\n"
+                                               f"if pid == 0: os._exit(0)\nos.waitpid(pid, 0)\n"
+                                               f"f.write({NEW!r})\nf.close()"],
         "bash_cat_append": ["bash", "-c", f'cat "{src}" >> "{target}"'],
         "bash_printf_append": ["bash", "-c", f'printf "new bytes\\n" >> "{target}"'],
         "dd_oflag_append": ["dd", f"if={src}", f"of={target}", "oflag=append", "conv=notrunc", "status=none"],
