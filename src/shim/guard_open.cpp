@@ -52,10 +52,11 @@ void explain_refused_rewrite(const OpenRequest& request, const OpenDecision& dec
   format_open_flags(decision.flags, effective, sizeof effective);
   char message[kMaxPath + 512];
   std::snprintf(message, sizeof message,
-                "%s(\"%s\"): the filesystem refused the open as rewritten (%s) with %s: it does not append "
+                "%s(\"%s\"): the filesystem refused the open %s (%s) with %s: it does not append "
                 "to existing files (mountpoint-s3 does so only with --incremental-upload on S3 Express One "
                 "Zone); APPENDGUARD_REOPEN=rewrite writes such files anew instead; see docs/limits.md",
-                request.function, decision.path, effective, errno_name(error));
+                request.function, decision.path,
+                decision.flags != request.flags ? "as rewritten" : "to append", effective, errno_name(error));
   report_notice(message);
 }
 
@@ -144,7 +145,12 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
   if (decision.trace_only || fd < 0) {
     if (fd < 0 && decision.rewrite_existing) {
       explain_refused_rewrite_by_truncation(request, decision, error);
-    } else if (fd < 0 && decision.flags != request.flags) {
+    } else if (fd < 0 && (decision.flags != request.flags ||
+                          (decision.guarded && decision.exists && (decision.flags & O_APPEND) &&
+                           store_kind_of(decision.path) == StoreKind::kWriteOnce))) {
+      // Also the program's own O_APPEND open of an existing file, which a write-once store refuses under
+      // APPENDGUARD_REOPEN=append: the setting that works is said (measured: rewrite and hold append by
+      // writing the file anew on appendonlyfs s3 and rclone off, e2e.test_overwrite_append).
       explain_refused_rewrite(request, decision, error);
     }
     if (fd >= 0) forget_if_stale(fd);

@@ -63,11 +63,17 @@ bool programs_own_direct_io_error(int fd, const Description* d, int error) {
   return fstatfs(fd, &fs) == 0 && static_cast<long>(fs.f_type) != kFuseSuperMagic;
 }
 
+// The program's own O_APPEND descriptor of a file on a store that refuses appends (a write-once store
+// under APPENDGUARD_REOPEN=append): the failure is the store's, and hold or rewrite would have worked.
+bool appends_on_write_once_store(const Description* d) {
+  return (d->site.effective_flags & O_APPEND) && store_kind_of(d->path) == StoreKind::kWriteOnce;
+}
+
 }  // namespace
 
 void note_failed_guarded_call(const char* operation, int fd, Description* d, int error) {
-  if (rewritten_open(d) && is_store_refusal(error) && !programs_own_direct_io_error(fd, d, error) &&
-      first_report_of(d, kStoreRefusalReported))
+  if ((rewritten_open(d) || appends_on_write_once_store(d)) && is_store_refusal(error) &&
+      !programs_own_direct_io_error(fd, d, error) && first_report_of(d, kStoreRefusalReported))
     explain_store_refusal(operation, fd, RefusedCall::of(d), error);
   errno = error;
 }

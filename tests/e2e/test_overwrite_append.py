@@ -97,9 +97,36 @@ class Cases:
 
 
 ALL = tuple(commands("s", "t"))
+APPENDS = ("bash_cat_append", "dd_oflag_append", "python_os_open_append")
 
 
-class RcloneOff(Cases, harness.TempDirTest):
+class ForcedAppendReopen:
+    def test_forced_append_reopen_fails_loudly_naming_what_works_and_keeps_the_file(self):
+        # APPENDGUARD_REOPEN=append on a write-once store: the program's own O_APPEND fails as without the
+        # library, with one line naming the settings that work there (checked below), never silently.
+        src = os.path.join(self.dir, "src.bin")
+        with open(src, "wb") as f:
+            f.write(NEW)
+        for name in APPENDS:
+            with self.subTest(store=self.STORE, case=name):
+                target = os.path.join(self.mnt, "forced-" + name + ".safetensors")
+                with open(target, "wb") as f:
+                    f.write(OLD)
+                proc = harness.run(commands(src, target)[name], APPENDGUARD_REOPEN="append")
+                self.assertNotEqual(proc.returncode, 0)
+                notices = [line for line in proc.stderr.splitlines() if line.startswith("appendguard:")]
+                self.assertEqual(len(notices), 1, proc.stderr)
+                self.assertIn("APPENDGUARD_REOPEN=rewrite", notices[0])
+                self.assertNotIn("APPENDGUARD_REOPEN=append", notices[0])
+                self.assertEqual(self.settled(os.path.join(self.backing, "forced-" + name + ".safetensors")), OLD)
+                # The setting named works: the same append with it is the local run's bytes.
+                proc = harness.run(commands(src, target)[name], APPENDGUARD_REOPEN="rewrite")
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                self.assertEqual(self.settled(os.path.join(self.backing, "forced-" + name + ".safetensors")),
+                                 OLD + NEW)
+
+
+class RcloneOff(Cases, ForcedAppendReopen, harness.TempDirTest):
     STORE = "rclone off"
     MUST_MATCH = ALL
 
@@ -121,7 +148,7 @@ class RcloneWrites(Cases, harness.TempDirTest):
         self.addCleanup(e2e_support.ACTIVE_MOUNTS.discard, self.mnt)
 
 
-class AppendOnlyFsS3(Cases, e2e_support.MountTest):
+class AppendOnlyFsS3(Cases, ForcedAppendReopen, e2e_support.MountTest):
     STORE = "appendonlyfs s3"
     MUST_MATCH = ALL
 
