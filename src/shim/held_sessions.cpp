@@ -98,8 +98,11 @@ class HeldGuard {
     g_held_lock.lock();
   }
   ~HeldGuard() {
-    g_held_count.store(static_cast<int>(g_held.size()) + (g_in_flight.load(std::memory_order_relaxed) != 0),
-                       std::memory_order_relaxed);
+    // Parked numbers count too: dup2/dup3 onto one, close_range/closefrom over one reach
+    // commit_held_range, which closes it before the kernel reuses the number.
+    g_held_count.store(
+        static_cast<int>(g_held.size() + g_parked_count) + (g_in_flight.load(std::memory_order_relaxed) != 0),
+        std::memory_order_relaxed);
     g_held_lock.unlock();
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old_, nullptr, _NSIG / 8);
   }
@@ -444,8 +447,8 @@ __attribute__((noinline)) int close_taken_number(int fd) {
   }
 }
 
-void commit_held_range(unsigned first, unsigned last, const char* when) {
-  if (g_any_parked.load(std::memory_order_relaxed) && owns_file_table()) {
+void commit_held_range(unsigned first, unsigned last, const char* when, bool parked_too) {
+  if (parked_too && g_any_parked.load(std::memory_order_relaxed) && owns_file_table()) {
     // The program installs or closes descriptors over parked numbers: they are really closed first.
     int error = errno;
     Parked gone[kMaxParked];
@@ -491,7 +494,15 @@ void commit_held_range(unsigned first, unsigned last, const char* when) {
 }
 
 void commit_all_held(const char* when) {
-  commit_held_range(0, ~0u, when);
+  // Not the parked numbers: at exec they stay open in the new program beside the descriptor they share
+  // a description with (closing them would end the upload under it), close-on-exec or not (Python opens
+  // with O_CLOEXEC; the kernel's close at exec is a FLUSH too); at exit the kernel closes them.
+  if (g_any_parked.load(std::memory_order_relaxed) && owns_file_table()) {
+    close_parked_numbers();  // those of files no longer open here
+    HeldGuard guard;
+    for (size_t i = 0; i < g_parked_count; ++i) real_fcntl(g_parked[i].fd, F_SETFD, 0);
+  }
+  commit_held_range(0, ~0u, when, false);
 }
 
 void commit_held_at_exit() {

@@ -59,7 +59,8 @@ inline bool closed_number(int fd) {
 int close_taken_number(int fd);
 // dup2/dup3 onto a held number, close_range and closefrom over held numbers: the sessions are committed
 // first, and a commit of one of those numbers by the committer thread is waited for.
-void commit_held_range(unsigned first, unsigned last, const char* when);
+// Parked numbers in the range are really closed too (`parked_too`), as the kernel is about to reuse them.
+void commit_held_range(unsigned first, unsigned last, const char* when, bool parked_too = true);
 // The first open that starts a session to be held (finish_open) starts the committer thread (the
 // APPENDGUARD_HOLD_SECONDS limit), outside the program's close, which may run in a signal handler.
 void start_held_committer();

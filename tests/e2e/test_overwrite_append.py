@@ -44,6 +44,12 @@ def commands(src, target):
         "bash_cat_append": ["bash", "-c", f'cat "{src}" >> "{target}"'],
         "bash_printf_append": ["bash", "-c", f'printf "new bytes\\n" >> "{target}"'],
         "dd_oflag_append": ["dd", f"if={src}", f"of={target}", "oflag=append", "conv=notrunc", "status=none"],
+        # Another file's session held at the exec (committed there), this one's closed number parked: the
+        # exec'd cat appends through the dup2'd descriptor.
+        "python_exec_append_with_a_held_file": [
+            PYTHON, "-c", f"import os\nopen({target!r} + '.other', 'wb').write(b'other')\n"
+                          f"fd = os.open({target!r}, os.O_WRONLY | os.O_APPEND)\nos.dup2(fd, 1)\nos.close(fd)\n"
+                          f"os.execvp('cat', ['cat', {src!r}])"],
         "python_os_open_append": [PYTHON, "-c", f"import os; fd = os.open({target!r}, os.O_WRONLY | os.O_APPEND); "
                                                 f"os.write(fd, {NEW!r}); os.close(fd)"],
     }
