@@ -41,21 +41,23 @@ struct WriteCheck {
 
 // `refuse_noappend`: enforce mode, where RWF_NOAPPEND would bypass the O_APPEND we added. Inline, like
 // apply_write: both run on every guarded write.
+// A write is allowed when both where the program means it to go (the intended offset) and where the kernel
+// will put it (the landing offset) are the end of file: a descriptor appendguard opened without O_APPEND
+// (a file written anew, a held session) for a program that asked for O_APPEND lands at its kernel offset,
+// which must be the end (issue 23). The kernel appends every write of an O_APPEND descriptor and every
+// RWF_APPEND write, pwrite's included (man 2 pwrite, BUGS): where the program itself asked for O_APPEND
+// (or RWF_APPEND), it means the end whatever the offset.
 inline WriteCheck check_write(const PositionState& state, const WriteRequest& request, bool refuse_noappend) {
   WriteCheck check;
-  const bool appends = state.kernel_appends && !request.rwf_noappend;
-  if (request.has_offset) {
-    check.intended_offset = request.offset;
-    // Linux: pwrite on an O_APPEND descriptor appends whatever the offset (man 2 pwrite, BUGS).
-    check.landing_offset = appends ? state.end_of_file : request.offset;
-  } else {
-    bool to_end = state.program_appends || request.rwf_append;
-    check.intended_offset = to_end ? state.end_of_file : state.position;
-    check.landing_offset = (appends || request.rwf_append) ? state.end_of_file : state.position;
-  }
+  const bool kernel_appends = (state.kernel_appends && !request.rwf_noappend) || request.rwf_append;
+  const bool program_appends = (state.program_appends && !request.rwf_noappend) || request.rwf_append;
+  const uint64_t at = request.has_offset ? request.offset : state.position;
+  check.intended_offset = program_appends ? state.end_of_file : at;
+  check.landing_offset = kernel_appends ? state.end_of_file : at;
   if (request.rwf_noappend && refuse_noappend) {
     check.verdict = WriteVerdict::kNoAppendFlag;
-  } else if (request.count > 0 && check.intended_offset != state.end_of_file) {
+  } else if (request.count > 0 &&
+             (check.intended_offset != state.end_of_file || check.landing_offset != state.end_of_file)) {
     check.verdict = WriteVerdict::kNotAtEnd;
   }
   return check;

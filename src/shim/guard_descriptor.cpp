@@ -43,7 +43,8 @@ int close_tracked(int fd) {
   path[0] = '\0';
   RefusedCall refused{path, 0, 0, false};
   if (Description* d = g_files.lookup(fd)) {
-    if (d->starts_session && hold_instead_of_close(fd, d)) return 0;
+    if ((d->starts_session || d->reused_session || d->site.written_back > 0) && hold_instead_of_close(fd, d))
+      return 0;
     fill_reservation_before_close(fd, d);
     rewritten = rewritten_open(d) && !reported_already(d, kStoreRefusalReported);
     if ((traced || rewritten) && path != no_memory) std::snprintf(path, kMaxPath, "%s", d->path);
@@ -52,6 +53,7 @@ int close_tracked(int fd) {
   }
   note_close(fd);
   int result = real_close(fd);
+  close_parked_numbers();  // keeps errno
   if (result < 0 && rewritten && is_store_refusal(errno)) {
     int error = errno;
     explain_store_refusal("close", fd, refused, error);

@@ -53,10 +53,11 @@ void explain_refused_rewrite(const OpenRequest& request, const OpenDecision& dec
   format_open_flags(decision.flags, effective, sizeof effective);
   char message[kMaxPath + 512];
   std::snprintf(message, sizeof message,
-                "%s(\"%s\"): the filesystem refused the open as rewritten (%s) with %s: it does not append "
+                "%s(\"%s\"): the filesystem refused the open %s (%s) with %s: it does not append "
                 "to existing files (mountpoint-s3 does so only with --incremental-upload on S3 Express One "
                 "Zone); APPENDGUARD_REOPEN=rewrite writes such files anew instead; see docs/limits.md",
-                request.function, decision.path, effective, errno_name(error));
+                request.function, decision.path,
+                decision.flags != request.flags ? "as rewritten" : "to append", effective, errno_name(error));
   report_notice(message);
 }
 
@@ -66,12 +67,19 @@ void explain_refused_rewrite_by_truncation(const OpenRequest& request, const Ope
   char effective[160];
   format_open_flags(decision.flags, effective, sizeof effective);
   char message[kMaxPath + 512];
+  // A write-once store that also refuses to replace a file (mountpoint-s3 without --allow-overwrite)
+  // takes no append at all: O_APPEND fails there as well.
+  const bool write_once = store_kind_of(decision.path) == StoreKind::kWriteOnce;
   std::snprintf(message, sizeof message,
                 "%s(\"%s\"): APPENDGUARD_REOPEN=rewrite reopens an existing file truncating it (%s) to write "
-                "its bytes back, and the filesystem refused that with %s; the file is unchanged. A kernel "
-                "append-only file (chattr +a) or a store that appends but cannot replace a file needs "
-                "APPENDGUARD_REOPEN=append (the default); see docs/stores.md",
-                request.function, decision.path, effective, errno_name(error));
+                "its bytes back, and the filesystem refused that with %s; the file is unchanged. %s; see "
+                "docs/stores.md",
+                request.function, decision.path, effective, errno_name(error),
+                write_once ? "This write-once store neither appends to an existing file nor lets it be "
+                             "replaced: no setting of appendguard can add to it here (write the file in one "
+                             "session, or allow overwrites on the store)"
+                           : "A kernel append-only file (chattr +a) or a store that appends but cannot "
+                             "replace a file needs APPENDGUARD_REOPEN=append (the default)");
   report_notice(message);
 }
 
@@ -140,7 +148,12 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
   if (decision.trace_only || fd < 0) {
     if (fd < 0 && decision.rewrite_existing) {
       explain_refused_rewrite_by_truncation(request, decision, error);
-    } else if (fd < 0 && decision.flags != request.flags) {
+    } else if (fd < 0 && (decision.flags != request.flags ||
+                          (decision.guarded && decision.exists && (decision.flags & O_APPEND) &&
+                           store_kind_of(decision.path) == StoreKind::kWriteOnce))) {
+      // Also the program's own O_APPEND open of an existing file, which a write-once store refuses under
+      // APPENDGUARD_REOPEN=append: the setting that works is said (measured: rewrite and hold append by
+      // writing the file anew on appendonlyfs s3 and rclone off, e2e.test_overwrite_append).
       explain_refused_rewrite(request, decision, error);
     }
     if (fd >= 0) forget_if_stale(fd);
@@ -180,6 +193,12 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
   record.inode = st.st_ino;
   record.size = static_cast<uint64_t>(st.st_size);
   record.truncated = (decision.flags & O_TRUNC) != 0;
+  // After O_TRUNC the file holds what the library wrote back (APPENDGUARD_REOPEN=rewrite), nothing else,
+  // whatever fstat says: rclone --vfs-cache-mode off reports the old size for seconds (issue 23).
+  if (record.truncated) record.size = decision.written_back;
+  // A file written anew for a program that asked for O_APPEND: its next write lands at the end, where
+  // reopen_by_rewriting left the kernel offset.
+  if (decision.written_back > 0 && (request.flags & O_APPEND)) record.position = decision.written_back;
   record.kernel_appends = (decision.flags & O_APPEND) != 0;
   record.program_appends = (request.flags & O_APPEND) != 0;
   record.readable_by_program = (request.flags & O_ACCMODE) == O_RDWR;
@@ -192,12 +211,11 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
                           ((decision.flags & O_TRUNC) || (!decision.exists && (decision.flags & O_CREAT)));
   if (record.starts_session) start_held_committer();  // not at the close: it may be in a signal handler
   if (decision.reuse_fd >= 0) {
-    // The held session: the kernel offset is at the end of what it wrote, and only writes there are
-    // allowed, so the kernel places every allowed write at the end (as with O_APPEND); the program's
-    // position is what its open promised.
+    // The held session: the kernel offset is where the program's position is (reuse_held_descriptor),
+    // the end of what it wrote for a program that asked for O_APPEND, else 0; the descriptor appends only
+    // if its first open had O_APPEND (a pwrite of a program that asked for O_APPEND lands at its offset).
     record.size = decision.reuse_end;
     record.truncated = false;
-    record.kernel_appends = true;
     record.position = record.program_appends ? decision.reuse_end : 0;
     record.reused_session = true;
   }
@@ -260,6 +278,13 @@ bool adopt_if_guarded(int fd, const char* function, const CarriedFd* carried, si
   } else {
     off64_t position = real_lseek64(fd, 0, SEEK_CUR);
     open_record.position = position > 0 ? static_cast<uint64_t>(position) : 0;
+    // A carried truncating description on a write-once store (bash's `cat > f`: the shell opens "wb",
+    // cat inherits it): its bytes are those written from 0 to the offset (the store takes nothing else),
+    // while fstat may still show the size from before the O_TRUNC (rclone --vfs-cache-mode off).
+    if (record && (record->effective_flags & O_TRUNC)) {
+      refresh_mounts_for(st.st_dev);
+      if (store_kind_of(path) == StoreKind::kWriteOnce) open_record.size = open_record.position;
+    }
   }
   open_record.kernel_appends = kernel_appends;
   open_record.program_appends = (site.original_flags & O_APPEND) != 0;
@@ -334,7 +359,7 @@ void report_rewrite_failure(const OpenDecision& decision, uint64_t written, uint
 int reuse_held_descriptor(const OpenRequest& request, const OpenDecision& decision) {
   int fd = decision.reuse_fd;
   real_fcntl(fd, F_SETFD, (request.flags & O_CLOEXEC) ? FD_CLOEXEC : 0);
-  real_lseek64(fd, static_cast<off64_t>(decision.reuse_end), SEEK_SET);
+  real_lseek64(fd, (request.flags & O_APPEND) ? static_cast<off64_t>(decision.reuse_end) : 0, SEEK_SET);
   return fd;
 }
 

@@ -72,10 +72,12 @@ void report_rewrite_failure(const OpenDecision& decision, uint64_t written, uint
 
 // APPENDGUARD_REOPEN=rewrite, for stores that cannot append to an existing file but replace it
 // atomically when it is closed (mountpoint-s3): read what the file holds, open it truncating, write the
-// bytes back, and leave the position at 0 as the program expects. A missing file is opened with the
+// bytes back, and leave the kernel offset where the program's next write lands: at the end for a program
+// that asked for O_APPEND (the descriptor written anew does not append: its writes land at the offset),
+// at 0 otherwise, as the program expects. A missing file is opened with the
 // truncating flags (O_CREAT creates it; without O_CREAT the program gets its ENOENT).
 template <typename Call>
-int reopen_by_rewriting(OpenDecision& decision, Call&& call) {
+int reopen_by_rewriting(OpenDecision& decision, bool program_appends, Call&& call) {
   decision.flags = rewrite_open_flags_by_truncation(decision.flags);
   int reader = call(O_RDONLY | O_CLOEXEC);
   if (reader < 0) return errno == ENOENT ? call(decision.flags) : -1;
@@ -111,7 +113,7 @@ int reopen_by_rewriting(OpenDecision& decision, Call&& call) {
       real_close(fd);
       fd = -1;
     } else {
-      real_lseek64(fd, 0, SEEK_SET);
+      if (!program_appends) real_lseek64(fd, 0, SEEK_SET);
       decision.written_back = size;
     }
   } else if (fd < 0) {
@@ -123,14 +125,15 @@ int reopen_by_rewriting(OpenDecision& decision, Call&& call) {
 }
 
 // The held descriptor answering a write open (held_sessions.h): close-on-exec as the program asked, its
-// kernel offset at the end of what was written (where every allowed write lands).
+// kernel offset where the program's position is: the end of what was written for a program that asked for
+// O_APPEND, else 0 (the descriptor appends only if its first open had O_APPEND).
 int reuse_held_descriptor(const OpenRequest& request, const OpenDecision& decision);
 
 // Opens as decided with `call(flags)` (the real libc call), then finish_open.
 template <typename Call>
 int open_as_decided(const OpenRequest& request, OpenDecision& decision, Call&& call) {
   int fd = decision.reuse_fd >= 0      ? reuse_held_descriptor(request, decision)
-           : decision.rewrite_existing ? reopen_by_rewriting(decision, call)
+           : decision.rewrite_existing ? reopen_by_rewriting(decision, (request.flags & O_APPEND) != 0, call)
                                        : call(decision.flags);
   return finish_open(request, decision, fd);
 }

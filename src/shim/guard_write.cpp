@@ -4,14 +4,20 @@
 #include <sys/stat.h>
 
 #include "core/write_all.h"
+#include "shim/guard_descriptor.h"
 #include "shim/violation.h"
 
 namespace appendguard {
 namespace {
 
-const char* write_violation_reason(WriteVerdict verdict, bool has_offset) {
+const char* write_violation_reason(WriteVerdict verdict, bool has_offset, bool lands_elsewhere) {
   if (verdict == WriteVerdict::kNoAppendFlag) {
     return "RWF_NOAPPEND writes in place, bypassing O_APPEND; an append-only mount refuses it";
+  }
+  if (lands_elsewhere) {
+    return "the program means the end of file (it asked for O_APPEND), but the descriptor appendguard "
+           "opened does not append (a file written anew or a held write session) and the kernel would "
+           "put the bytes at the offset given, not at the end";
   }
   return has_offset
              ? "the explicit offset is not the end of file; an append-only mount accepts only appends"
@@ -22,15 +28,27 @@ const char* write_violation_reason(WriteVerdict verdict, bool has_offset) {
 }  // namespace
 
 bool refresh_shared_offset(int fd, Description* d) {
-  struct stat64 st;
-  // A size within a deferred preallocation is its zeros, made real for other descriptors
-  // (deferred_prealloc.cpp), not another process's bytes.
-  if (real_fstat64(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) > d->file->end_of_file &&
-      static_cast<uint64_t>(st.st_size) > d->file->reserved_size)
-    d->file->end_of_file = static_cast<uint64_t>(st.st_size);  // the other process appended
   off64_t offset = real_lseek64(fd, 0, SEEK_CUR);
+  // The other process appended through the shared description: the offset is past the end we knew. Not
+  // fstat's size, which rclone --vfs-cache-mode off keeps reporting from before an O_TRUNC for seconds
+  // (a "wb" file, a fork, then every write refused and the file committed empty: issue 23).
+  if (offset > 0 && static_cast<uint64_t>(offset) > d->file->end_of_file)
+    d->file->end_of_file = static_cast<uint64_t>(offset);
   if (offset < 0 || static_cast<uint64_t>(offset) == d->position) return false;
   d->position = static_cast<uint64_t>(offset);
+  return true;
+}
+
+bool move_to_end_for_append(int fd, Description* d, bool has_offset, uint64_t intended_offset,
+                            uint64_t end_of_file) {
+  if (has_offset || !d->program_appends || d->kernel_appends || intended_offset != end_of_file ||
+      d->position == end_of_file)
+    return false;
+  int error = errno;
+  off64_t moved = real_lseek64(fd, static_cast<off64_t>(end_of_file), SEEK_SET);
+  errno = error;
+  if (moved < 0 || static_cast<uint64_t>(moved) != end_of_file) return false;
+  d->position = end_of_file;
   return true;
 }
 
@@ -40,7 +58,8 @@ bool refuse_or_report_write(const char* operation, int fd, Description* d, const
                         ? "the descriptor's offset, shared with another process (a fork, an inherited or a "
                           "received descriptor), was moved away from the end of file there; an append-only "
                           "mount accepts only appends"
-                        : write_violation_reason(write.verdict, write.has_offset);
+                        : write_violation_reason(write.verdict, write.has_offset,
+                                                 write.intended_offset == write.end_of_file);
   Violation v = violation_on(operation, fd, d, write.end_of_file, why)
                     .with_count(write.count)
                     .with_offset(static_cast<int64_t>(write.intended_offset));
@@ -81,6 +100,16 @@ ssize_t refuse_write_from_interrupting_handler(const char* operation, int fd, De
 }
 
 // ---------------------------------------------------------------- copies
+
+void note_copy_input(const char* operation, int in_fd, bool moves_position, ssize_t result) {
+  int error = errno;
+  Description* d = g_files.lookup(in_fd);
+  if (d && g_files.pin(d)) {
+    note_read(operation, in_fd, d, moves_position, result, error);
+    g_files.unpin(d);
+  }
+  errno = error;
+}
 
 ssize_t copy_by_write(int in_fd, off64_t* in_offset, int out_fd, off64_t* out_offset, size_t count) {
   if (count == 0) return 0;

@@ -19,6 +19,12 @@ namespace appendguard {
 // is used and left just after the bytes written); `out_offset` null means the output position.
 ssize_t copy_by_write(int in_fd, off64_t* in_offset, int out_fd, off64_t* out_offset, size_t count);
 
+// The input of a copy (copy_file_range, sendfile, splice) is read: when it is a guarded descriptor, the
+// read is noted as a read() of it is (shim/guard_descriptor.h note_read: the position it moves, and, for
+// a descriptor the program opened read-write and appendguard made write-only, whose copies fail EBADF, one
+// report). `moves_position`: the call had no input offset. Leaves errno as it was.
+void note_copy_input(const char* operation, int in_fd, bool moves_position, ssize_t result);
+
 // A signal handler writing to the file whose guarded call it interrupted: that call holds the file's
 // lock and has not recorded its own bytes yet, so this write cannot be placed. It is refused.
 ssize_t refuse_write_from_interrupting_handler(const char* operation, int fd, Description* d, uint64_t count);
@@ -47,6 +53,13 @@ void trace_write(const char* operation, int fd, const Description* d, uint64_t c
 // the bytes would land. Returns true if the offset had moved. File lock held.
 bool refresh_shared_offset(int fd, Description* d);
 
+// A program that asked for O_APPEND writes at the position of a descriptor that does not append (a file
+// written anew, a held session) whose kernel offset is not at the end (the program seeked): without the
+// library its write would append, so the kernel offset is moved to the end first. Returns true if it was
+// (the check is then made again). File lock held.
+bool move_to_end_for_append(int fd, Description* d, bool has_offset, uint64_t intended_offset,
+                            uint64_t end_of_file);
+
 template <typename Perform>
 [[gnu::always_inline]] inline ssize_t guarded_write(const char* operation, int fd, Description* d,
                                                     const WriteRequest request, Perform&& perform) {
@@ -62,6 +75,11 @@ template <typename Perform>
       d->shares_offset.load(std::memory_order_relaxed) && refresh_shared_offset(fd, d);
   PositionState state = d->snapshot();
   WriteCheck check = check_write(state, request, g_config->mode == Mode::kEnforce);
+  if (__builtin_expect(check.verdict != WriteVerdict::kAllowed, 0) &&
+      move_to_end_for_append(fd, d, request.has_offset, check.intended_offset, state.end_of_file)) {
+    state = d->snapshot();
+    check = check_write(state, request, g_config->mode == Mode::kEnforce);
+  }
   if (__builtin_expect(check.verdict != WriteVerdict::kAllowed, 0)) {
     file.release();
     const RefusedWrite refused{request.count,           request.has_offset,   check.verdict,

@@ -59,6 +59,23 @@ constinit std::atomic<uint32_t> g_in_flight{0};
 // program, but the descriptors behind them are the child's copies, which its close really closes.
 constinit std::atomic<bool> g_marks_inherited{false};
 
+// Parked numbers (issue 23): a descriptor of a file the library wrote anew or holds a session of, on a
+// store that ends an upload at the first FLUSH after a write (rclone --vfs-cache-mode off), that the
+// program closes while another descriptor of the file is still open (bash's `>>`: open, dup2(3, 1),
+// close(3)). Its real close would be a FLUSH that ends the upload under the program's other descriptor
+// (whose next write then fails EBADF), so the number stays open, closed for the program (its slot is
+// FileTable::closed_by_program(), as a held number's), until no descriptor of the file is left here
+// (sweep_parked). Under g_held_lock.
+struct Parked {
+  int fd;
+  dev_t device;
+  ino_t inode;
+};
+constexpr size_t kMaxParked = 64;
+constinit Parked g_parked[kMaxParked] = {};
+constinit size_t g_parked_count = 0;
+constinit std::atomic<bool> g_any_parked{false};
+
 void futex_wait(std::atomic<uint32_t>& word, uint32_t seen) {
   syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, seen, nullptr, nullptr, 0);
 }
@@ -82,8 +99,11 @@ class HeldGuard {
     g_held_lock.lock();
   }
   ~HeldGuard() {
-    g_held_count.store(static_cast<int>(g_held.size()) + (g_in_flight.load(std::memory_order_relaxed) != 0),
-                       std::memory_order_relaxed);
+    // Parked numbers count too: dup2/dup3 onto one, close_range/closefrom over one reach
+    // commit_held_range, which closes it before the kernel reuses the number.
+    g_held_count.store(
+        static_cast<int>(g_held.size() + g_parked_count) + (g_in_flight.load(std::memory_order_relaxed) != 0),
+        std::memory_order_relaxed);
     g_held_lock.unlock();
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old_, nullptr, _NSIG / 8);
   }
@@ -93,6 +113,41 @@ class HeldGuard {
  private:
   sigset_t old_;
 };
+
+// Whether the program's close of `d`'s descriptor must not reach a store that ends uploads at FLUSH
+// while another descriptor of the file is open: a file the library wrote anew or holds a session of.
+bool flush_ends_upload(const Description* d) {
+  return (d->starts_session || d->reused_session || d->site.written_back > 0) &&
+         store_kind_of(d->path) == StoreKind::kWriteOnce;
+}
+
+bool parked_for(dev_t device, ino_t inode) {
+  if (!g_any_parked.load(std::memory_order_relaxed)) return false;
+  HeldGuard guard;
+  for (size_t i = 0; i < g_parked_count; ++i) {
+    if (g_parked[i].device == device && g_parked[i].inode == inode) return true;
+  }
+  return false;
+}
+
+bool park(int fd, Description* d) {
+  close_parked_numbers();  // files no longer open here first: room, and no stale number
+  const dev_t device = d->file->device;
+  const ino_t inode = d->file->inode;
+  {
+    HeldGuard guard;
+    if (g_parked_count == kMaxParked) return false;
+    g_parked[g_parked_count++] = {fd, device, inode};
+    g_files.close_for_program(fd);
+    g_any_parked.store(true, std::memory_order_relaxed);
+  }
+  if (tracing()) {
+    trace("close", fd, d->path, 0, 0, "%s",
+          "parked: the number stays open until the file's last descriptor here closes (its close would "
+          "end the store's upload under the other descriptors)");
+  }
+  return true;
+}
 
 // The real close of a held session: the store commits the upload here, and a FUSE store reports a failed
 // upload as this close's error. Said loudly: the program's own close returned 0 long ago.
@@ -105,6 +160,7 @@ int commit(const HeldSession& s, const char* when, bool in_flight = false) {
   int result = real_close(s.fd);
   int error = errno;
   if (in_flight) g_files.clear_closed_by_program(s.fd);
+  close_parked_numbers();
   if (result != 0) {
     char flags[160];
     format_open_flags(s.effective_flags, flags, sizeof flags);
@@ -257,9 +313,38 @@ void leave_descriptors_free(int fd) {
 }
 }  // namespace
 
+void close_parked_numbers() {
+  if (!g_any_parked.load(std::memory_order_relaxed) || !owns_file_table()) return;
+  int error = errno;
+  Parked gone[kMaxParked];
+  size_t count = 0;
+  {
+    HeldGuard guard;
+    size_t kept = 0;
+    for (size_t i = 0; i < g_parked_count; ++i) {
+      uint64_t end;
+      if (g_files.end_of_file_of(g_parked[i].device, g_parked[i].inode, end)) {
+        g_parked[kept++] = g_parked[i];
+      } else {
+        gone[count++] = g_parked[i];
+      }
+    }
+    g_parked_count = kept;
+    g_any_parked.store(kept != 0, std::memory_order_relaxed);
+  }
+  for (size_t i = 0; i < count; ++i) {
+    g_files.clear_closed_by_program(gone[i].fd);
+    real_close(gone[i].fd);  // a FLUSH after the upload ended: nothing to do for the store
+  }
+  errno = error;
+}
+
 bool hold_instead_of_close(int fd, Description* d) {
-  if (!d->starts_session || current_mode() != Mode::kEnforce || g_exiting.load(std::memory_order_relaxed))
-    return false;
+  if (current_mode() != Mode::kEnforce || g_exiting.load(std::memory_order_relaxed)) return false;
+  if (flush_ends_upload(d) && owns_file_table() && !g_files.is_last_descriptor_of_file(fd) && park(fd, d))
+    return true;
+  // A file with parked numbers is not held: its real close ends the upload, then they are closed.
+  if (!d->starts_session || parked_for(d->file->device, d->file->inode)) return false;
   CloseFacts facts;
   facts.hold_mode = true;
   facts.started_session = true;
@@ -392,7 +477,32 @@ __attribute__((noinline)) int close_taken_number(int fd) {
   }
 }
 
-void commit_held_range(unsigned first, unsigned last, const char* when) {
+void commit_held_range(unsigned first, unsigned last, const char* when, bool parked_too) {
+  if (parked_too && g_any_parked.load(std::memory_order_relaxed) && owns_file_table()) {
+    // The program installs or closes descriptors over parked numbers: they are really closed first.
+    int error = errno;
+    Parked gone[kMaxParked];
+    size_t count = 0;
+    {
+      HeldGuard guard;
+      size_t kept = 0;
+      for (size_t i = 0; i < g_parked_count; ++i) {
+        const unsigned fd = static_cast<unsigned>(g_parked[i].fd);
+        if (fd >= first && fd <= last) {
+          gone[count++] = g_parked[i];
+        } else {
+          g_parked[kept++] = g_parked[i];
+        }
+      }
+      g_parked_count = kept;
+      g_any_parked.store(kept != 0, std::memory_order_relaxed);
+    }
+    for (size_t i = 0; i < count; ++i) {
+      g_files.clear_closed_by_program(gone[i].fd);
+      real_close(gone[i].fd);
+    }
+    errno = error;
+  }
   if (!any_held_sessions() || !owns_file_table()) return;
   int error = errno;
   while (true) {
@@ -414,7 +524,15 @@ void commit_held_range(unsigned first, unsigned last, const char* when) {
 }
 
 void commit_all_held(const char* when) {
-  commit_held_range(0, ~0u, when);
+  // Not the parked numbers: at exec they stay open in the new program beside the descriptor they share
+  // a description with (closing them would end the upload under it), close-on-exec or not (Python opens
+  // with O_CLOEXEC; the kernel's close at exec is a FLUSH too); at exit the kernel closes them.
+  if (g_any_parked.load(std::memory_order_relaxed) && owns_file_table()) {
+    close_parked_numbers();  // those of files no longer open here
+    HeldGuard guard;
+    for (size_t i = 0; i < g_parked_count; ++i) real_fcntl(g_parked[i].fd, F_SETFD, 0);
+  }
+  commit_held_range(0, ~0u, when, false);
 }
 
 void commit_held_at_exit() {
@@ -442,8 +560,10 @@ void note_child_started() {
 
 void forget_held_after_fork_child() {
   g_held_lock.reset_in_child();
-  if (g_held.size() != 0 || g_in_flight.load(std::memory_order_relaxed) != 0)
+  if (g_held.size() != 0 || g_in_flight.load(std::memory_order_relaxed) != 0 || g_parked_count != 0)
     g_marks_inherited.store(true, std::memory_order_relaxed);
+  g_parked_count = 0;  // the parent's: the child's copies are really closed by its close (close_taken_number)
+  g_any_parked.store(false, std::memory_order_relaxed);
   g_held.forget_all();
   g_held_count.store(0, std::memory_order_relaxed);
   g_committer_started.store(false, std::memory_order_relaxed);  // the parent's thread is not here

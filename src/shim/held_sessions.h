@@ -23,8 +23,14 @@ inline bool any_held_sessions() {
 bool hold_mode_for(const char* full_path);
 
 // The program closes `fd`, tracked as `d`: if the session is to be held, forgets the descriptor for the
-// program, keeps it open (close-on-exec) and returns true; the program's close then returns 0.
+// program, keeps it open (close-on-exec) and returns true; the program's close then returns 0. On a store
+// that ends an upload at FLUSH, a descriptor of a file the library wrote anew or holds a session of that
+// is not the file's last here is *parked* instead (kept open under its number, closed for the program)
+// until the file's last descriptor here is really closed (close_parked_numbers).
 bool hold_instead_of_close(int fd, Description* d);
+// After a real close of a guarded descriptor (and a held session's commit): the parked numbers of files
+// no longer open here are really closed. One relaxed load when none is parked.
+void close_parked_numbers();
 
 // A write open of a file (device, inode): if a session of it is held, takes it out of the set into `out`
 // and returns true when the open is to be answered with it; a session that cannot be reused by this open
@@ -53,7 +59,8 @@ inline bool closed_number(int fd) {
 int close_taken_number(int fd);
 // dup2/dup3 onto a held number, close_range and closefrom over held numbers: the sessions are committed
 // first, and a commit of one of those numbers by the committer thread is waited for.
-void commit_held_range(unsigned first, unsigned last, const char* when);
+// Parked numbers in the range are really closed too (`parked_too`), as the kernel is about to reuse them.
+void commit_held_range(unsigned first, unsigned last, const char* when, bool parked_too = true);
 // The first open that starts a session to be held (finish_open) starts the committer thread (the
 // APPENDGUARD_HOLD_SECONDS limit), outside the program's close, which may run in a signal handler.
 void start_held_committer();

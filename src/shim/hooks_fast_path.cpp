@@ -10,6 +10,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "shim/guard_write.h"
 #include "shim/guarded.h"
 #include "shim/held_sessions.h"
 #include "shim/hook.h"
@@ -30,6 +31,15 @@ constexpr bool kChecks_sync = false;
 constexpr bool kChecks_write_at_offset = true;
 constexpr bool kChecks_write_at_position = true;
 constexpr bool kChecks_write_either = true;
+constexpr bool kReads_map = false;
+constexpr bool kReads_read = false;
+constexpr bool kReads_seek = false;
+constexpr bool kReads_size_change = false;
+constexpr bool kReads_stat = false;
+constexpr bool kReads_sync = false;
+constexpr bool kReads_write_at_offset = false;
+constexpr bool kReads_write_at_position = false;
+constexpr bool kReads_write_either = false;
 
 // posix_fallocate returns the error number instead of setting errno.
 constexpr bool returns_error_number(std::string_view name) {
@@ -64,6 +74,30 @@ Result closed_number_result() {
   }
 }
 
+// The input of a copy (kind `copy`): a guarded descriptor there is noted as read (guard_write.h
+// note_copy_input); every other signature has none (-1, whose slot is null).
+constexpr bool kReads_copy = true;
+struct CopyInput {
+  int number;
+  bool moves_position;  // no input offset: the call reads at the input's position
+};
+template <typename... Args>
+CopyInput copy_input(Args...) {
+  return {-1, false};
+}
+template <typename Offset>
+CopyInput copy_input(int, int in_fd, Offset* offset, size_t) {  // sendfile, sendfile64
+  return {in_fd, offset == nullptr};
+}
+inline CopyInput copy_input(int in_fd, off64_t* in_offset, int, off64_t*, size_t, unsigned) {
+  return {in_fd, in_offset == nullptr};  // copy_file_range, splice
+}
+template <typename Result>
+void note_copy_input_result(const char* name, CopyInput input, Result result) {
+  if constexpr (std::is_same_v<Result, ssize_t>)
+    note_copy_input(name, input.number, input.moves_position, result);
+}
+
 // mmap with MAP_ANONYMOUS ignores its descriptor: such a call is the program's, whatever the number.
 #define APPENDGUARD_IGNORES_FD_map(addr, length, prot, flags, fd, offset) (((flags)&MAP_ANONYMOUS) != 0)
 #define APPENDGUARD_IGNORES_FD_copy(...) false
@@ -90,6 +124,11 @@ Result closed_number_result() {
     note_if_failed<returns_error_number(#name)>(#name, fd, result);                              \
     return result;                                                                               \
   }                                                                                              \
+  [[gnu::noinline, maybe_unused]] ret name##_from_guarded params {                               \
+    ret result = real_##name args;                                                               \
+    note_copy_input_result(#name, copy_input args, result);                                      \
+    return result;                                                                               \
+  }                                                                                              \
   [[gnu::noinline]] ret name##_closed params {                                                   \
     while (true) {                                                                               \
       Description* d = ::appendguard::g_files.slot(fd);                                          \
@@ -106,6 +145,10 @@ Result closed_number_result() {
   APPENDGUARD_HOOK ret name params {                                                             \
     Description* d = ::appendguard::g_files.slot(fd);                                            \
     if (__builtin_expect(d == nullptr, 1)) {                                                     \
+      if constexpr (kReads_##kind) {                                                             \
+        if (__builtin_expect(::appendguard::g_files.slot(copy_input args.number) != nullptr, 0)) \
+          return name##_from_guarded args;                                                       \
+      }                                                                                          \
       if constexpr (kChecks_##kind) {                                                            \
         if (__builtin_expect(::appendguard::g_files.watching_untracked_failures(), 0)) {         \
           return name##_watched args;                                                            \

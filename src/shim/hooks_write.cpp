@@ -84,32 +84,50 @@ ssize_t guarded::pwritev64v2(int fd, const iovec* iov, int iovcnt, off64_t offse
                        [&] { return real_pwritev64v2(fd, iov, iovcnt, offset, flags); });
 }
 
+// The copy into a guarded descriptor, then its input noted if it is one of ours (after the output's lock
+// is released: the input may be the same file).
+template <typename Copy>
+ssize_t copy_and_note_input(const char* operation, int in_fd, bool moves_input, Copy&& copy) {
+  ssize_t result = copy();
+  if (__builtin_expect(g_files.slot(in_fd) != nullptr, 0))
+    note_copy_input(operation, in_fd, moves_input, result);
+  return result;
+}
+
 ssize_t guarded::sendfile(int out_fd, int in_fd, off_t* offset, size_t count, Description* d) {
-  return guarded_write("sendfile", out_fd, d, WriteRequest::at_position(count), [&]() -> ssize_t {
-    if (copies_by_write(d)) return copy_by_write(in_fd, offset, out_fd, nullptr, count);
-    return real_sendfile(out_fd, in_fd, offset, count);
+  return copy_and_note_input("sendfile", in_fd, !offset, [&] {
+    return guarded_write("sendfile", out_fd, d, WriteRequest::at_position(count), [&]() -> ssize_t {
+      if (copies_by_write(d)) return copy_by_write(in_fd, offset, out_fd, nullptr, count);
+      return real_sendfile(out_fd, in_fd, offset, count);
+    });
   });
 }
 
 ssize_t guarded::sendfile64(int out_fd, int in_fd, off64_t* offset, size_t count, Description* d) {
-  return guarded_write("sendfile64", out_fd, d, WriteRequest::at_position(count), [&]() -> ssize_t {
-    if (copies_by_write(d)) return copy_by_write(in_fd, offset, out_fd, nullptr, count);
-    return real_sendfile64(out_fd, in_fd, offset, count);
+  return copy_and_note_input("sendfile64", in_fd, !offset, [&] {
+    return guarded_write("sendfile64", out_fd, d, WriteRequest::at_position(count), [&]() -> ssize_t {
+      if (copies_by_write(d)) return copy_by_write(in_fd, offset, out_fd, nullptr, count);
+      return real_sendfile64(out_fd, in_fd, offset, count);
+    });
   });
 }
 
 ssize_t guarded::copy_file_range(int in_fd, off64_t* in_offset, int out_fd, off64_t* out_offset, size_t count,
                                  unsigned int flags, Description* d) {
-  return guarded_write("copy_file_range", out_fd, d, for_copy(count, out_offset), [&]() -> ssize_t {
-    if (copies_by_write(d)) return copy_by_write(in_fd, in_offset, out_fd, out_offset, count);
-    return real_copy_file_range(in_fd, in_offset, out_fd, out_offset, count, flags);
+  return copy_and_note_input("copy_file_range", in_fd, !in_offset, [&] {
+    return guarded_write("copy_file_range", out_fd, d, for_copy(count, out_offset), [&]() -> ssize_t {
+      if (copies_by_write(d)) return copy_by_write(in_fd, in_offset, out_fd, out_offset, count);
+      return real_copy_file_range(in_fd, in_offset, out_fd, out_offset, count, flags);
+    });
   });
 }
 
 ssize_t guarded::splice(int in_fd, off64_t* in_offset, int out_fd, off64_t* out_offset, size_t count,
                         unsigned int flags, Description* d) {
-  return guarded_write("splice", out_fd, d, for_copy(count, out_offset), [&]() -> ssize_t {
-    if (copies_by_write(d)) return copy_by_write(in_fd, in_offset, out_fd, out_offset, count);
-    return real_splice(in_fd, in_offset, out_fd, out_offset, count, flags);
+  return copy_and_note_input("splice", in_fd, !in_offset, [&] {
+    return guarded_write("splice", out_fd, d, for_copy(count, out_offset), [&]() -> ssize_t {
+      if (copies_by_write(d)) return copy_by_write(in_fd, in_offset, out_fd, out_offset, count);
+      return real_splice(in_fd, in_offset, out_fd, out_offset, count, flags);
+    });
   });
 }

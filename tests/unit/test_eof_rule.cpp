@@ -83,6 +83,46 @@ TEST_CASE("RWF_APPEND and RWF_NOAPPEND") {
   CHECK(check_write({0, 100, false, false}, noappend, false).verdict == WriteVerdict::kAllowed);
 }
 
+TEST_CASE("issue 24 item 8: RWF_APPEND and pwrite on the program's own O_APPEND land at the end: allowed") {
+  WriteRequest append_at_zero = at_offset(5, 0);
+  append_at_zero.rwf_append = true;  // pwritev2(fd, .., 0, RWF_APPEND)
+  for (PositionState s : {rewritten(0, 100), PositionState{0, 100, false, false}}) {
+    WriteCheck c = check_write(s, append_at_zero, true);
+    CHECK(c.verdict == WriteVerdict::kAllowed);
+    CHECK(c.intended_offset == 100);
+    CHECK(c.landing_offset == 100);
+  }
+  // The program opened it O_APPEND (and the kernel appends): pwrite at any offset appends.
+  for (uint64_t offset : {uint64_t{0}, uint64_t{7}, uint64_t{100}, uint64_t{500}}) {
+    WriteCheck c = check_write({3, 100, true, true}, at_offset(5, offset), true);
+    CHECK(c.verdict == WriteVerdict::kAllowed);
+    CHECK(c.landing_offset == 100);
+  }
+  // appendguard added the O_APPEND: the program meant the offset, which is not the end.
+  CHECK(check_write(rewritten(0, 100), at_offset(5, 0), true).verdict == WriteVerdict::kNotAtEnd);
+  // RWF_NOAPPEND on the program's own O_APPEND descriptor writes in place (audit): the offset counts.
+  WriteRequest noappend = at_offset(5, 0);
+  noappend.rwf_noappend = true;
+  CHECK(check_write({0, 100, true, true}, noappend, false).verdict == WriteVerdict::kNotAtEnd);
+}
+
+TEST_CASE("issue 23: a write the program means for the end but that would land elsewhere is refused") {
+  // A file written anew (APPENDGUARD_REOPEN=rewrite, hold) for a program that asked for O_APPEND: the
+  // descriptor does not append, its kernel offset left at 0.
+  PositionState s{0, 100, true, false};
+  WriteCheck c = check_write(s, at_position(5), true);
+  CHECK(c.intended_offset == 100);
+  CHECK(c.landing_offset == 0);
+  CHECK(c.verdict == WriteVerdict::kNotAtEnd);
+  // With the offset at the end it is allowed and lands there.
+  c = check_write({100, 100, true, false}, at_position(5), true);
+  CHECK(c.verdict == WriteVerdict::kAllowed);
+  CHECK(c.landing_offset == 100);
+  // A pwrite on such a descriptor lands at its offset: only the end is allowed.
+  CHECK(check_write({100, 100, true, false}, at_offset(5, 0), true).verdict == WriteVerdict::kNotAtEnd);
+  CHECK(check_write({100, 100, true, false}, at_offset(5, 100), true).verdict == WriteVerdict::kAllowed);
+}
+
 TEST_CASE("without O_APPEND (audit, truncating opens) bytes land at the position") {
   PositionState s{10, 100, false, false};
   WriteCheck c = check_write(s, at_position(5), false);
