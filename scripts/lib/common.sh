@@ -12,7 +12,8 @@ APPENDGUARD_BUILD="${APPENDGUARD_BUILD_DIR:-$APPENDGUARD_REPO/build}"
 # clang-tidy (lint.clang_tidy); strace: scripts/bench sets tracing beside `strace -f`; GCC's sanitizer runtimes come
 # with g++ (libasan8, libubsan1, libtsan2).
 APPENDGUARD_PACKAGES=(cmake g++ make pkg-config libfmt-dev libunwind-dev catch2 libfuse3-dev fuse3 python3
-  python3-venv clang-format rclone e2fsprogs clang libclang-rt-14-dev clang-tidy strace valgrind)
+  python3-venv clang-format rclone e2fsprogs clang libclang-rt-14-dev clang-tidy strace valgrind
+  s3fs rsync)  # s3fs, rsync: stores and operations of the conformance matrix (e2e.matrix)
 
 say() { printf '==> %s\n' "$*"; }
 
@@ -35,8 +36,9 @@ install_missing_packages() {
 
 # The real clients' versions: torch exactly (a range admitting newer releases pulls a CUDA build of
 # several GB), safetensors 0.8 (the ftruncate-preallocating writer) and transformers (save_pretrained).
-APPENDGUARD_CLIENT_REQUIREMENTS=(torch==2.13.0 "safetensors>=0.8,<0.9" "transformers>=5,<6" numpy)
-APPENDGUARD_CLIENT_IMPORTS="import torch, safetensors, transformers, numpy"
+# moto[server]: the S3 endpoint on 127.0.0.1 under rclone and s3fs in the conformance matrix (e2e.matrix).
+APPENDGUARD_CLIENT_REQUIREMENTS=(torch==2.13.0 "safetensors>=0.8,<0.9" "transformers>=5,<6" numpy "moto[server]")
+APPENDGUARD_CLIENT_IMPORTS="import torch, safetensors, transformers, numpy, moto.server"
 APPENDGUARD_CLIENT_PYTHON=""
 
 # Prepares the Python that runs the real-client tests (tests/realclients) and sets
