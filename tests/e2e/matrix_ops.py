@@ -2,13 +2,15 @@
 mode so that torch is imported once: `setup` (always without the library) creates each operation's
 pre-existing files, `act` performs the operation (under the library or not, as the caller decides).
 
-usage: matrix_ops.py setup|act LOGDIR SRCDIR [--chattr] DIR... 
+usage: matrix_ops.py setup|act LOGDIR SRCDIR DIR...
 
-Each DIR is a store directory; operation NAME works in DIR/NAME (made by setup). LOGDIR (on a local disk)
-receives NAME.err (what the operation printed on fd 2, the library's lines included: fd 2 is redirected
-there while it runs). SRCDIR (local) holds the source files of cp, dd, rsync, tar. `act` prints one JSON
-line per operation: {"op": NAME, "ok": true|false, "error": "..."}. --chattr (setup): sets the kernel
-append-only attribute on every pre-existing file (a `chattr +a` store).
+Operation NAME works in DIR/NAME. `setup` runs once, on a local disk, without the library; the test copies
+its result onto each store (a sequential write of a new file, which every store accepts) before `act`.
+LOGDIR (on a local disk) receives I/NAME.err for the I-th DIR (what the operation printed on fd 2, the
+library's lines included: fd 2 is redirected there while it runs). SRCDIR (local) holds the source files
+of cp, dd, rsync, tar. `act` prints one JSON line per operation and DIR:
+{"dir": I, "op": NAME, "ok": true|false, "error": "..."}. One `act` process serves every store of a mode,
+so torch is imported once per mode.
 
 Operations whose `act` calls a program (cp, dd, bash, tee, rsync, tar, a second python) run it as a child,
 which inherits the library's LD_PRELOAD; the rest run in this process. An operation is "ok" when every
@@ -135,8 +137,12 @@ def act_rplus_end(c):
         f.write(NEW)
 
 
+def setup_guarded(c):
+    put(c.p("f.safetensors"))  # a name the library guards on every store (APPENDGUARD_PATHS' default)
+
+
 def act_write_below_end(c):
-    with open(c.p(), "r+b") as f:
+    with open(c.p("f.safetensors"), "r+b") as f:
         f.write(b"XY")  # at offset 0 of a 4096-byte file
 
 
@@ -292,7 +298,7 @@ OPERATIONS = {
     "append_ab": (setup_f, act_append_ab, '`"ab"` (append, seeks to the end)'),
     "append_tee": (setup_f, act_append_tee, "`tee -a`"),
     "rplus_end": (setup_f, act_rplus_end, '`"r+b"`, seek to the end, write'),
-    "write_below_end": (setup_f, act_write_below_end, '`"r+b"`, write at 0 (must be refused)'),
+    "write_below_end": (setup_guarded, act_write_below_end, '`"r+b"`, write at 0 of a `.safetensors` file (must be refused)'),
     "dd_seek_end": (setup_f, act_dd_seek_end, "`dd seek=N conv=notrunc` at the exact end"),
     "prealloc_fallocate": (nothing, act_prealloc_fallocate, "new file, `fallocate` then write"),
     "prealloc_ftruncate": (nothing, act_prealloc_ftruncate, "new file, `ftruncate` then write"),
@@ -318,28 +324,26 @@ OPERATIONS = {
 MUST_REFUSE = {"write_below_end"}
 
 
-def run_ops(phase, log_dir, src, dirs, chattr):
+def run_ops(phase, log_dir, src, dirs):
     saved = os.dup(2)
-    for directory in dirs:
+    for index, directory in enumerate(dirs):
+        os.makedirs(os.path.join(log_dir, str(index)), exist_ok=True)
         for name, (setup, act, _) in OPERATIONS.items():
             c = Ctx(os.path.join(directory, name), src)
             if phase == "setup":
                 os.makedirs(c.d, exist_ok=True)
                 setup(c)
-                if chattr:
-                    for leaf in os.listdir(c.d):
-                        if os.path.isfile(os.path.join(c.d, leaf)):
-                            set_append_only(os.path.join(c.d, leaf))
                 continue
-            log = os.open(os.path.join(log_dir, f"{name}.err"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            log = os.open(os.path.join(log_dir, str(index), f"{name}.err"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+                          0o644)
             os.dup2(log, 2)
             os.close(log)
-            result = {"op": name, "ok": True, "error": ""}
+            result = {"dir": index, "op": name, "ok": True, "error": ""}
             try:
                 act(c)
             except BaseException as error:  # noqa: B902 (every failure is a result)
                 traceback.print_exc()
-                result = {"op": name, "ok": False, "error": f"{type(error).__name__}: {error}"[:300]}
+                result = {"dir": index, "op": name, "ok": False, "error": f"{type(error).__name__}: {error}"[:300]}
             sys.stderr.flush()
             os.dup2(saved, 2)
             print(json.dumps(result), flush=True)
@@ -348,15 +352,13 @@ def run_ops(phase, log_dir, src, dirs, chattr):
 
 def main():
     args = sys.argv[1:]
-    chattr = "--chattr" in args
-    args = [a for a in args if a != "--chattr"]
     if len(args) < 4 or args[0] not in ("setup", "act"):
         print(__doc__, file=sys.stderr)
         return 2
     phase, log_dir, src, dirs = args[0], args[1], args[2], args[3:]
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    run_ops(phase, log_dir, src, dirs, chattr)
+    run_ops(phase, log_dir, src, dirs)
     return 0
 
 

@@ -14,6 +14,7 @@ missing tool or store skips (exit 77) unless APPENDGUARD_REQUIRE_FUSE=1 or
 APPENDGUARD_REQUIRE_REAL_CLIENTS=1, where it fails.
 """
 import concurrent.futures
+import contextlib
 import json
 import os
 import shutil
@@ -41,23 +42,38 @@ def required():
     return os.environ.get("APPENDGUARD_REQUIRE_FUSE") == "1" or os.environ.get("APPENDGUARD_REQUIRE_REAL_CLIENTS") == "1"
 
 
-def worker(phase, log_dir, src, dirs, lib=False, chattr=False):
-    """Runs matrix_ops.py PHASE; returns {op: result} for act. Raises when the worker itself fails."""
+def worker(phase, log_dir, src, dirs, lib=False):
+    """Runs matrix_ops.py PHASE over dirs; returns ({(dir index, op): result}, stderr)."""
     env = harness.child_env(mode="1" if lib else None, preload=lib, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    argv = [CLIENT, WORKER, phase, log_dir, src, *(["--chattr"] if chattr else []), *dirs]
-    proc = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=900)
+    argv = [CLIENT, WORKER, phase, log_dir, src, *dirs]
+    proc = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=400)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} (lib={lib}) exited {proc.returncode}:\n{proc.stderr[-4000:]}")
     out = {}
     for line in proc.stdout.splitlines():
         if line.startswith("{"):
             r = json.loads(line)
-            out[r["op"]] = r
+            out[(r["dir"], r["op"])] = r
     return out, proc.stderr
 
 
 def trees(directory):
     return {op: matrix.files_of(os.path.join(directory, op)) for op in matrix_ops.OPERATIONS}
+
+
+def copy_tree(source, target, append_only=False):
+    """Copies source's files into target with plain sequential writes (which every store accepts), without
+    the library; append_only: then sets chattr +a on each file (a `chattr +a` store's pre-existing files)."""
+    for base, _, names in os.walk(source):
+        into = os.path.join(target, os.path.relpath(base, source))
+        os.makedirs(into, exist_ok=True)
+        for name in names:
+            with open(os.path.join(base, name), "rb") as f:
+                data = f.read()
+            with open(os.path.join(into, name), "wb") as f:
+                f.write(data)
+            if append_only:
+                matrix_ops.set_append_only(os.path.join(into, name))
 
 
 def appendguard_lines(path):
@@ -68,69 +84,108 @@ def appendguard_lines(path):
         return []
 
 
-def run_local(root, src):
-    local = os.path.join(root, "local")
-    logs = os.path.join(root, "logs-local")
-    os.makedirs(logs)
-    worker("setup", logs, src, [local])
-    results, _ = worker("act", logs, src, [local])
-    failed = {op: r["error"] for op, r in results.items() if not r["ok"] and op not in matrix_ops.MUST_REFUSE}
-    if failed:
-        raise RuntimeError(f"operations failed on a local disk: {failed}")
-    return trees(local)
+def run_doctor(store_dir):
+    """`appendguard doctor DIR` in a fresh folder of the store, with the default configuration."""
+    directory = os.path.join(store_dir, "doctor")
+    os.makedirs(directory)
+    env = harness.child_env(mode=None, preload=False, APPENDGUARD_LIBRARY=harness.LIB)
+    try:
+        proc = subprocess.run([LAUNCHER, "doctor", directory], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, timeout=60)
+    except subprocess.TimeoutExpired as expired:
+        return {"status": "timeout", "output": f"timed out after 60 s: {expired.output}"}
+    return {"status": proc.returncode, "output": proc.stdout}
 
 
-def run_store(key, root, src, endpoint, local_after):
-    started = time.monotonic()
-    base = os.path.join(root, key)
-    os.makedirs(base)
-    chattr = matrix_stores.STORES[key][1] == "chattr"
-    cells = {}
-    with matrix_stores.mounted_store(key, base, endpoint) as directory:
-        runs = {}
-        dirs = {mode: os.path.join(directory, mode) for mode in ("plain", "lib")}
-        logs = {mode: os.path.join(base, f"logs-{mode}") for mode in dirs}
-        for mode in dirs:
-            os.makedirs(logs[mode])
-        worker("setup", logs["plain"], src, list(dirs.values()), chattr=chattr)
-        before = {mode: trees(dirs[mode]) for mode in dirs}
-        with concurrent.futures.ThreadPoolExecutor(2) as pool:
-            futures = {mode: pool.submit(worker, "act", logs[mode], src, [dirs[mode]], mode == "lib") for mode in dirs}
-            for mode, future in futures.items():
-                runs[mode] = future.result()
-        after = {mode: trees(dirs[mode]) for mode in dirs}
-        for op in matrix_ops.OPERATIONS:
-            cell = {}
-            for mode in dirs:
-                r = runs[mode][0][op]
-                notes = appendguard_lines(os.path.join(logs[mode], f"{op}.err"))
-                cell[mode] = matrix.classify(r["ok"], bool(notes), before[mode][op], after[mode][op], local_after[op])
-                cell[f"{mode}_error"] = r["error"]
-                cell[f"{mode}_notes"] = notes[:3]
-            cells[op] = cell
-        cells_exit = runs["lib"][1]
-    print(f"matrix: {key}: {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
-    return cells, [line for line in cells_exit.splitlines() if line.startswith("appendguard:")][:5]
+# doctor's measured cases (src/cli/mount_probe.cpp shell_cases) -> the matrix operation they imitate
+DOCTOR_CASES = {"create (printf > new file)": "create", "overwrite (printf > existing file)": "overwrite_wb",
+                "append without a seek (>>)": "append_shell",
+                "append without a seek (dd oflag=append)": "append_dd",
+                "write at the end (dd seek=1 bs=4)": "dd_seek_end", "write below the end (dd at 0)": "write_below_end"}
+DOCTOR_BUCKET = {"works": "identical", "refused loudly, file intact": "loud", "fails, file intact": "fails",
+                 "WRONG BYTES, exit 0": "bad", "FAILS, FILE CHANGED": "bad"}
+MATRIX_BUCKET = {"identical": "identical", "loud": "loud", "fails": "fails", "wrong": "bad", "changed": "bad",
+                 "destroyed": "bad"}
+
+
+def parse_doctor(output):
+    """(reopen mode word, {case: (without, with)}, [recommended lines], said all good)."""
+    import re
+    reopen, cases, recommended, in_recommended = None, {}, [], False
+    for line in output.splitlines():
+        if line.startswith("reopen:"):
+            reopen = line.split()[1]
+        stripped = line.strip()
+        for case in DOCTOR_CASES:
+            if stripped.startswith(case):
+                fields = re.split(r"\s{2,}", stripped[len(case):].strip())
+                cases[case] = (fields[0], fields[1])
+        if line.startswith("recommended:"):
+            in_recommended = True
+        elif in_recommended and line.startswith("  - "):
+            recommended.append(line[4:])
+        elif not line.startswith("  "):
+            in_recommended = False
+    return reopen, cases, recommended, "appendguard doctor: all good" in output
+
+
+def progress(text):
+    print(f"matrix: {text}", file=sys.stderr, flush=True)
 
 
 def run_matrix(root):
-    src = os.path.join(root, "src")
+    src, setup, local = (os.path.join(root, name) for name in ("src", "setup", "local"))
     matrix_ops.make_sources(src)
-    local_after = run_local(root, src)
-    results = {"stores": {}, "exit_notes": {}}
-    with contextlib_exit_stack() as stack:
+    logs = {name: os.path.join(root, f"logs-{name}") for name in ("setup", "local", "plain", "lib")}
+    for directory in logs.values():
+        os.makedirs(directory)
+    worker("setup", logs["setup"], src, [setup])
+    copy_tree(setup, local)
+    results, _ = worker("act", logs["local"], src, [local])
+    failed = {op: r["error"] for (_, op), r in results.items() if not r["ok"] and op not in matrix_ops.MUST_REFUSE}
+    if failed:
+        raise RuntimeError(f"operations failed on a local disk: {failed}")
+    local_after = trees(local)
+    progress("local reference done")
+    keys = list(matrix_stores.STORES)
+    out = {"stores": {}, "exit_notes": {}}
+    with contextlib.ExitStack() as stack:
         endpoint = stack.enter_context(matrix_stores.moto_server(CLIENT, root))
+        dirs, before = {"plain": [], "lib": []}, {"plain": [], "lib": []}
+        for key in keys:
+            base = os.path.join(root, key)
+            os.makedirs(base)
+            directory = stack.enter_context(matrix_stores.mounted_store(key, base, endpoint))
+            for mode in dirs:
+                d = os.path.join(directory, mode)
+                copy_tree(setup, d, append_only=matrix_stores.STORES[key][1] == "chattr")
+                dirs[mode].append(d)
+                before[mode].append(trees(d))
+        progress("stores mounted and set up")
+        # doctor first, on the fresh mounts: rclone minimal can hang an unlink of doctor's scratch file for
+        # good when the store has just refused other handles (seen once after the operations).
+        out["doctor"] = {key: run_doctor(os.path.dirname(dirs["plain"][i])) for i, key in enumerate(keys)}
+        progress("doctor done")
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
-            futures = {key: pool.submit(run_store, key, root, src, endpoint, local_after)
-                       for key in matrix_stores.STORES}
-            for key, future in futures.items():
-                results["stores"][key], results["exit_notes"][key] = future.result()
-    return results
-
-
-def contextlib_exit_stack():
-    import contextlib
-    return contextlib.ExitStack()
+            futures = {mode: pool.submit(worker, "act", logs[mode], src, dirs[mode], mode == "lib") for mode in dirs}
+            runs = {mode: future.result() for mode, future in futures.items()}
+        progress("operations done")
+        for i, key in enumerate(keys):
+            after = {mode: trees(dirs[mode][i]) for mode in dirs}
+            cells = {}
+            for op in matrix_ops.OPERATIONS:
+                cell = {}
+                for mode in dirs:
+                    r = runs[mode][0][(i, op)]
+                    notes = appendguard_lines(os.path.join(logs[mode], str(i), f"{op}.err"))
+                    cell[mode] = matrix.classify(r["ok"], bool(notes), before[mode][i][op], after[mode][op],
+                                                 local_after[op])
+                    cell[f"{mode}_error"] = r["error"]
+                    cell[f"{mode}_notes"] = notes[:3]
+                cells[op] = cell
+            out["stores"][key] = cells
+    out["exit_notes"] = [line for line in runs["lib"][1].splitlines() if line.startswith("appendguard:")][:10]
+    return out
 
 
 class MatrixTest(unittest.TestCase):
@@ -170,6 +225,33 @@ class MatrixTest(unittest.TestCase):
             lines.append(f"{store} / {op}: {why} (without: {cell['plain']} {cell['plain_error']!r}; "
                          f"with: {cell['lib_error']!r} {cell['lib_notes'][:1]})")
         self.assertEqual(lines, [], f"{len(lines)} of {c['cells']} cells break the rule:\n" + "\n".join(lines))
+
+    def test_doctor_agrees_with_the_matrix(self):
+        """doctor DIR on each store: the reopen mode the library uses there, its measured cases the same as the
+        matrix's cells (both without and with the library), "all good" only where none of them breaks the
+        rule, and no recommended APPENDGUARD_REOPEN that is already the mode in use."""
+        for key, doctor in self.results["doctor"].items():
+            with self.subTest(key):
+                reopen, cases, recommended, all_good = parse_doctor(doctor["output"])
+                write_once = key.startswith("rclone") or key == "aofs-s3"
+                self.assertEqual(reopen, "hold" if write_once else "append", doctor["output"])
+                self.assertEqual(sorted(cases), sorted(DOCTOR_CASES), doctor["output"])
+                broken = []
+                for case, op in DOCTOR_CASES.items():
+                    cell = self.results["stores"][key][op]
+                    if matrix.rule_break(op, cell["plain"], cell["lib"]):
+                        broken.append(op)
+                    if key == "chattr":
+                        continue  # doctor's scratch files are not chattr +a: it cannot see a per-file attribute
+                    measured = (DOCTOR_BUCKET[cases[case][0]], DOCTOR_BUCKET[cases[case][1]])
+                    self.assertEqual(measured, (MATRIX_BUCKET[cell["plain"]], MATRIX_BUCKET[cell["lib"]]),
+                                     f"{key}, doctor's {case!r} vs the matrix's {op}\n{doctor['output']}")
+                if key != "chattr":
+                    self.assertEqual(all_good, not broken, f"{key}: matrix breaks {broken}\n{doctor['output']}")
+                    self.assertEqual(doctor["status"], 1 if broken else 0, doctor["output"])
+                for line in recommended:
+                    if line.startswith("APPENDGUARD_REOPEN="):
+                        self.assertNotEqual(line.split("=", 1)[1].split(":")[0], reopen, doctor["output"])
 
     def test_docs_table(self):
         section = matrix.table(self.results, self.labels())
