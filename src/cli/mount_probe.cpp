@@ -286,9 +286,14 @@ std::vector<std::string> recommendations(const MountInfo& mount, bool known,
 std::vector<ProbeResult> probe_directory(const std::string& dir, std::string& error) {
   std::vector<ProbeResult> results;
   const std::string base = dir + "/.appendguard-doctor-" + std::to_string(getpid());
-  const std::string a = base + ".a", b = base + ".b", c = base + ".c";
-  auto fresh = [&](const std::string& path) -> int {  // a new file holding "abcd"; 0 or the errno
-    unlink(path.c_str());
+  // A new name for every rule: rclone --vfs-cache-mode minimal was seen to hang an unlink (for good) of a
+  // name just opened read-write, removed and created again.
+  std::vector<std::string> names;
+  std::string a;
+  const std::string b = base + ".b";
+  auto fresh = [&](std::string& path) -> int {  // a new file holding "abcd"; 0 or the errno
+    path = base + "." + std::to_string(names.size());
+    names.push_back(path);
     int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return errno;
     int err = write(fd, "abcd", 4) == 4 ? 0 : errno ? errno : EIO;
@@ -349,11 +354,13 @@ std::vector<ProbeResult> probe_directory(const std::string& dir, std::string& er
 
   fresh(a);
   record(Rule::kRename, rename(a.c_str(), b.c_str()) == 0 ? 0 : errno);
-  fresh(c);
+  std::string c_name;
+  fresh(c_name);
   const std::string& from = access(b.c_str(), F_OK) == 0 ? b : a;
-  record(Rule::kRenameOntoExisting, rename(from.c_str(), c.c_str()) == 0 ? 0 : errno);
+  record(Rule::kRenameOntoExisting, rename(from.c_str(), c_name.c_str()) == 0 ? 0 : errno);
 
-  for (const std::string* path : {&a, &b, &c}) unlink(path->c_str());
+  names.push_back(b);
+  for (const std::string& path : names) unlink(path.c_str());
   for (ProbeResult& r : results) {
     r.detail =
         r.error == 0 ? "accepted" : "refused (" + errno_word(r.error) + ": " + std::strerror(r.error) + ")";
