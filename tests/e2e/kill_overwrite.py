@@ -23,6 +23,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import matrix_ops  # noqa: E402
 import matrix_stores  # noqa: E402
 from e2e_support import harness  # noqa: E402
 
@@ -56,12 +57,14 @@ def outcome(path):
     return "other", len(data)
 
 
-def measure(directory, lib, kills, source):
+def measure(directory, lib, kills, source, append_only=False):
     results = []
     for n in range(kills):
         path = os.path.join(directory, f"{'lib' if lib else 'plain'}-{n}.bin")
         with open(path, "wb") as f:
             f.write(OLD)
+        if append_only:  # the `chattr +a` store: the pre-existing file carries the attribute
+            matrix_ops.set_append_only(path)
         time.sleep(0.2)
         env = harness.child_env(mode="1" if lib else None, preload=lib)
         proc = subprocess.Popen([sys.executable, "-c", WRITER, path, source], env=env, stderr=subprocess.DEVNULL)
@@ -101,7 +104,8 @@ def main():
             os.makedirs(base)
             with matrix_stores.mounted_store(key, base, endpoint) as directory:
                 for lib in (False, True):
-                    line = summary(measure(directory, lib, kills, source))
+                    append_only = matrix_stores.STORES[key][1] == "chattr"
+                    line = summary(measure(directory, lib, kills, source, append_only))
                     print(f"{key:16} {'with' if lib else 'without':8} {line}", flush=True)
 
 
