@@ -249,9 +249,9 @@ void print_configuration(const ConfigResult& result, int& problems) {
   std::printf("  mode %s, paths %s, on violation %s (%s), log %s\n", mode_name(c.mode), paths.c_str(),
               action_name(c.on_violation), errno_name(c.violation_errno), c.log_target.c_str());
   std::printf("  mounts %s, reopen %s, prealloc %s, trace %s, summary %s, backtrace %d, python stack %s\n",
-              fs ? fs : "known", reopen_name(c.reopen),
-              c.prealloc == Prealloc::kRefuse ? "refuse" : "defer", c.trace ? "on" : "off",
-              c.summary ? "on" : "off", c.backtrace_frames, c.python_stack ? "on" : "off");
+              fs ? fs : "known", reopen_name(c.reopen), c.prealloc == Prealloc::kRefuse ? "refuse" : "defer",
+              c.trace ? "on" : "off", c.summary ? "on" : "off", c.backtrace_frames,
+              c.python_stack ? "on" : "off");
   for (const std::string& notice : result.notices) {
     std::printf("  PROBLEM: %s\n", notice.c_str());
     ++problems;

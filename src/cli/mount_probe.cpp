@@ -97,7 +97,8 @@ std::string with_library(Rule rule, const std::vector<ProbeResult>& results, Reo
     case Rule::kRenameOntoExisting:
       return accepted(results, rule) ? "works (passed through)" : "fails as without (passed through)";
     case Rule::kAppend:
-      if (!anew) return accepted(results, rule) ? "works (passed through)" : "fails as without (passed through)";
+      if (!anew)
+        return accepted(results, rule) ? "works (passed through)" : "fails as without (passed through)";
       return create ? "written anew (truncating open, old bytes written back, up to 8 MiB), then appended"
                     : "fails: written anew needs a truncating open, refused here";
     case Rule::kReadWriteOpen:
@@ -117,7 +118,8 @@ std::string with_library(Rule rule, const std::vector<ProbeResult>& results, Reo
     case Rule::kTruncate:
       return "refused with a report (to the current size: answered 0; growing: deferred)";
     case Rule::kFallocate:
-      if (anew ? create : append) return "works (deferred: zeros appended at the last close; APPENDGUARD_PREALLOC=defer)";
+      if (anew ? create : append)
+        return "works (deferred: zeros appended at the last close; APPENDGUARD_PREALLOC=defer)";
       return "deferred, but the zeros cannot be appended here";
   }
   return "";
@@ -183,7 +185,9 @@ Outcome classify_case(const ShellCase& c, bool exited_zero, bool appendguard_lin
 
 std::string case_problem(const ShellCase& c, Outcome without, Outcome with) {
   if (c.must_refuse) {
-    return with == Outcome::kRefusedLoudly ? "" : std::string("must be refused by the library, was: ") + outcome_name(with);
+    return with == Outcome::kRefusedLoudly
+               ? ""
+               : std::string("must be refused by the library, was: ") + outcome_name(with);
   }
   if (with == Outcome::kWorks) return "";
   if (without == Outcome::kWorks) {
@@ -195,8 +199,8 @@ std::string case_problem(const ShellCase& c, Outcome without, Outcome with) {
 
 Outcome run_shell_case(const ShellCase& c, const std::string& dir, const std::string& library) {
   static int serial = 0;
-  const std::string path =
-      dir + "/appendguard-doctor-" + std::to_string(getpid()) + "-" + std::to_string(++serial) + ".safetensors";
+  const std::string path = dir + "/appendguard-doctor-" + std::to_string(getpid()) + "-" +
+                           std::to_string(++serial) + ".safetensors";
   unlink(path.c_str());
   if (c.initial) {
     int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -270,7 +274,8 @@ std::vector<std::string> recommendations(const MountInfo& mount, bool known,
                     "APPENDGUARD_PATHS naming them)");
   }
   // Only where it changes something: hold and rewrite already write an existing file anew.
-  if (choice == ReopenChoice::kAppend && !accepted(results, Rule::kAppend) && accepted(results, Rule::kCreate)) {
+  if (choice == ReopenChoice::kAppend && !accepted(results, Rule::kAppend) &&
+      accepted(results, Rule::kCreate)) {
     lines.push_back(
         "APPENDGUARD_REOPEN=rewrite: this mount refuses appends to existing files but accepts "
         "truncating opens (mountpoint-s3 style)");

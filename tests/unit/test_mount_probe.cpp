@@ -45,17 +45,23 @@ TEST_CASE("advice from the probe") {
   REQUIRE(mount_of(kMountinfo, "/mnt/hdfs/x", m));
   auto results = all_accepted();
   REQUIRE(recommendations(m, false, results, ReopenChoice::kAppend).size() == 1);
-  CHECK(recommendations(m, false, results, ReopenChoice::kAppend)[0].find("not needed here") != std::string::npos);
+  CHECK(recommendations(m, false, results, ReopenChoice::kAppend)[0].find("not needed here") !=
+        std::string::npos);
 
   results[static_cast<int>(Rule::kWriteBelowEnd)].error = 95;
   auto lines = recommendations(m, false, results, ReopenChoice::kAppend);
   CHECK(lines[0].find("APPENDGUARD_FS=/mnt/hdfs") == 0);
-  CHECK(recommendations(m, true, results, ReopenChoice::kAppend)[0].find("known append-only store") != std::string::npos);
-  CHECK(with_library(Rule::kWriteBelowEnd, results, ReopenChoice::kAppend).find("needs a code change") != std::string::npos);
-  CHECK(with_library(Rule::kReadWriteOpen, results, ReopenChoice::kAppend).find("rewritten to an append open") != std::string::npos);
+  CHECK(recommendations(m, true, results, ReopenChoice::kAppend)[0].find("known append-only store") !=
+        std::string::npos);
+  CHECK(with_library(Rule::kWriteBelowEnd, results, ReopenChoice::kAppend).find("needs a code change") !=
+        std::string::npos);
+  CHECK(with_library(Rule::kReadWriteOpen, results, ReopenChoice::kAppend)
+            .find("rewritten to an append open") != std::string::npos);
 
   results[static_cast<int>(Rule::kAppend)].error = 1;  // s3: no appends, truncating opens work
-  CHECK(with_library(Rule::kReadWriteOpen, results, ReopenChoice::kAppend).find("APPENDGUARD_REOPEN=rewrite") != std::string::npos);
+  CHECK(
+      with_library(Rule::kReadWriteOpen, results, ReopenChoice::kAppend).find("APPENDGUARD_REOPEN=rewrite") !=
+      std::string::npos);
   bool rewrite = false;
   for (const std::string& line : recommendations(m, true, results, ReopenChoice::kAppend)) {
     rewrite = rewrite || line.find("APPENDGUARD_REOPEN=rewrite") == 0;
