@@ -13,6 +13,7 @@ APPENDGUARD_BUILD="${APPENDGUARD_BUILD_DIR:-$APPENDGUARD_REPO/build}"
 # with g++ (libasan8, libubsan1, libtsan2).
 APPENDGUARD_PACKAGES=(cmake g++ make pkg-config libfmt-dev libunwind-dev catch2 libfuse3-dev fuse3 python3
   python3-venv clang-format rclone e2fsprogs clang libclang-rt-14-dev clang-tidy strace valgrind
+  s3fs rsync  # s3fs, rsync: stores and operations of the conformance matrix (e2e.matrix)
   openmpi-bin slurm-wlm munge)  # the launchers tests (tests/launchers): mpirun, a one-node SLURM cluster
 # `appendguard report --html`: libcli11-dev (its options; header-only, in the static launcher only) and
 # chromium (the page's screenshot in tests/integration/test_report_html.py).
@@ -39,9 +40,11 @@ install_missing_packages() {
 
 # The real clients' versions: torch exactly (a range admitting newer releases pulls a CUDA build of
 # several GB), safetensors 0.8 (the ftruncate-preallocating writer) and transformers (save_pretrained).
-APPENDGUARD_CLIENT_REQUIREMENTS=(torch==2.13.0 "safetensors>=0.8,<0.9" "transformers>=5,<6" numpy
-  "accelerate>=1.10,<2" "deepspeed>=0.18,<0.20" "ray>=2.50,<3")  # the launchers tests (tests/launchers)
-APPENDGUARD_CLIENT_IMPORTS="import torch, safetensors, transformers, numpy, accelerate, deepspeed, ray"
+# moto[server]: the S3 endpoint on 127.0.0.1 under rclone and s3fs in the conformance matrix (e2e.matrix);
+# accelerate, deepspeed, ray: the launchers tests (tests/launchers).
+APPENDGUARD_CLIENT_REQUIREMENTS=(torch==2.13.0 "safetensors>=0.8,<0.9" "transformers>=5,<6" numpy "moto[server]"
+  "accelerate>=1.10,<2" "deepspeed>=0.18,<0.20" "ray>=2.50,<3")
+APPENDGUARD_CLIENT_IMPORTS="import torch, safetensors, transformers, numpy, moto.server, accelerate, deepspeed, ray"
 APPENDGUARD_CLIENT_PYTHON=""
 
 # Prepares the Python that runs the real-client tests (tests/realclients) and sets

@@ -268,16 +268,16 @@ void print_configuration(const ConfigResult& result, int& problems) {
   std::printf("  mode %s, paths %s, on violation %s (%s), log %s\n", mode_name(c.mode), paths.c_str(),
               action_name(c.on_violation), errno_name(c.violation_errno), c.log_target.c_str());
   std::printf("  mounts %s, reopen %s, prealloc %s, trace %s, summary %s, backtrace %d, python stack %s\n",
-              fs ? fs : "known", c.reopen == Reopen::kRewrite ? "rewrite" : "append",
-              c.prealloc == Prealloc::kRefuse ? "refuse" : "defer", c.trace ? "on" : "off",
-              c.summary ? "on" : "off", c.backtrace_frames, c.python_stack ? "on" : "off");
+              fs ? fs : "known", reopen_name(c.reopen), c.prealloc == Prealloc::kRefuse ? "refuse" : "defer",
+              c.trace ? "on" : "off", c.summary ? "on" : "off", c.backtrace_frames,
+              c.python_stack ? "on" : "off");
   for (const std::string& notice : result.notices) {
     std::printf("  PROBLEM: %s\n", notice.c_str());
     ++problems;
   }
 }
 
-int doctor_directory(const std::string& dir) {
+int doctor_directory(const std::string& dir, const std::string& library, Reopen reopen) {
   char resolved[PATH_MAX];
   if (!realpath(dir.c_str(), resolved)) {
     std::fprintf(stderr, "appendguard doctor: cannot resolve '%s': %s\n", dir.c_str(), std::strerror(errno));
@@ -304,6 +304,10 @@ int doctor_directory(const std::string& dir) {
   bool known = is_append_only_mount(mount.entry, selection);
   std::printf("whole mount:    %s\n", known ? "every file written here is guarded, whatever its name"
                                             : "only files that APPENDGUARD_PATHS names are guarded here");
+  // The library's own decision (core/config.h reopen_choice, as shim/held_sessions.cpp makes it).
+  const StoreKind kind = classify_store(mount.entry);
+  const ReopenChoice choice = reopen_choice(reopen, kind);
+  std::printf("reopen:         %s\n", describe_reopen(choice, reopen, kind).c_str());
   std::string error;
   std::vector<ProbeResult> results = probe_directory(resolved, error);
   if (results.empty()) {
@@ -311,15 +315,26 @@ int doctor_directory(const std::string& dir) {
     return 1;
   }
   std::printf("probe of %s (scratch files, removed):\n", resolved);
-  std::printf("  %-38s %-34s %s\n", "rule", "without the library", "with it");
+  std::printf("  %-38s %-34s %s\n", "rule", "without the library", "with it (expected)");
   for (const ProbeResult& r : results) {
     std::printf("  %-38s %-34s %s\n", rule_name(r.rule), r.detail.c_str(),
-                with_library(r.rule, results).c_str());
+                with_library(r.rule, results, choice).c_str());
+  }
+  // Measured, not predicted: sh and dd on a scratch *.safetensors file, without and with the library.
+  int problems = 0;
+  std::printf("measured with sh and dd (without the library / with it):\n");
+  for (const ShellCase& c : shell_cases()) {
+    Outcome without = run_shell_case(c, resolved, "");
+    Outcome with = run_shell_case(c, resolved, library);
+    std::string problem = case_problem(c, without, with);
+    std::printf("  %-42s %-28s %s%s%s\n", c.name, outcome_name(without), outcome_name(with),
+                problem.empty() ? "" : "  PROBLEM: ", problem.c_str());
+    if (!problem.empty()) ++problems;
   }
   std::printf("recommended:\n");
-  for (const std::string& line : recommendations(mount, known, results))
+  for (const std::string& line : recommendations(mount, known, results, choice))
     std::printf("  - %s\n", line.c_str());
-  return 0;
+  return problems ? 1 : 0;
 }
 
 int doctor(const std::vector<std::string>& args) {
@@ -363,7 +378,8 @@ int doctor(const std::vector<std::string>& args) {
                                             : "FAILED (LD_PRELOAD did not take effect here)");
   if (!works) ++problems;
   if (directory) {
-    int status = doctor_directory(args[0]);
+    Reopen reopen = parse.ok() ? configuration_of(parse.plan).config.reopen : Reopen::kAuto;
+    int status = doctor_directory(args[0], library, reopen);
     if (status == 2) return 2;
     if (status != 0) ++problems;
   } else if (!args.empty()) {

@@ -147,4 +147,44 @@ ConfigResult parse_config(EnvLookup lookup, const char* const* environment) {
   return result;
 }
 
+ReopenChoice reopen_choice(Reopen reopen, StoreKind kind) {
+  switch (reopen) {
+    case Reopen::kHold:
+      return ReopenChoice::kHold;
+    case Reopen::kAuto:
+      return kind == StoreKind::kWriteOnce ? ReopenChoice::kHold : ReopenChoice::kAppend;
+    case Reopen::kRewrite:
+      return ReopenChoice::kRewrite;
+    case Reopen::kAppend:
+      break;
+  }
+  return ReopenChoice::kAppend;
+}
+
+const char* reopen_choice_name(ReopenChoice choice) {
+  switch (choice) {
+    case ReopenChoice::kHold:
+      return "hold";
+    case ReopenChoice::kRewrite:
+      return "rewrite";
+    case ReopenChoice::kAppend:
+      break;
+  }
+  return "append";
+}
+
+const char* reopen_name(Reopen reopen) {
+  switch (reopen) {
+    case Reopen::kAuto:
+      return "auto";
+    case Reopen::kRewrite:
+      return "rewrite";
+    case Reopen::kHold:
+      return "hold";
+    case Reopen::kAppend:
+      break;
+  }
+  return "append";
+}
+
 }  // namespace appendguard

@@ -25,6 +25,16 @@ enum class Reopen { kAuto, kAppend, kRewrite, kHold };
 // size and fill it with zeros at the last close (defer), or refuse it as the mount would.
 enum class Prealloc { kDefer, kRefuse };
 
+// How enforce mode writes to a file on a store of `kind` under `reopen` (the one decision used by the
+// library, shim/held_sessions.cpp hold_mode_for, and by `appendguard doctor DIR`): kHold, a file this
+// process created or truncated is held at close and reused by its next write open, and an existing file
+// opened keeping its bytes is written anew; kRewrite, never held, an existing file opened keeping its
+// bytes is written anew; kAppend, an existing file is reopened with O_APPEND.
+enum class ReopenChoice { kAppend, kRewrite, kHold };
+ReopenChoice reopen_choice(Reopen reopen, StoreKind kind);
+const char* reopen_choice_name(ReopenChoice choice);
+const char* reopen_name(Reopen reopen);
+
 struct Config {
   Mode mode = Mode::kOff;
   Action on_violation = Action::kError;

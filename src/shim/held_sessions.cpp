@@ -275,14 +275,8 @@ void start_committer() {
 }  // namespace
 
 bool hold_mode_for(const char* full_path) {
-  switch (g_config->reopen) {
-    case Reopen::kHold:
-      return true;
-    case Reopen::kAuto:
-      return store_kind_of(full_path) == StoreKind::kWriteOnce;
-    default:
-      return false;
-  }
+  if (g_config->reopen == Reopen::kAppend || g_config->reopen == Reopen::kRewrite) return false;
+  return reopen_choice(g_config->reopen, store_kind_of(full_path)) == ReopenChoice::kHold;
 }
 
 // Held sessions use descriptors (issue 24, item 9: with RLIMIT_NOFILE at 64, a program writing 200 files

@@ -1,6 +1,6 @@
 """`appendguard doctor DIR` on live appendonlyfs mounts: the mount named from /proc/self/mountinfo, the
-probe of each rule as the profile answers it, and the settings recommended (rewrite for the s3 profile,
-which refuses appends)."""
+probe of each rule as the profile answers it, the reopen mode the library uses there, the cases measured
+with sh and dd without and with the library, and the settings recommended."""
 import os
 import subprocess
 
@@ -37,12 +37,19 @@ class DoctorMountTest(MountTest):
         self.assertIn("APPENDGUARD=audit on a local disk first", proc.stdout)
         self.assertEqual([n for n in os.listdir(mnt) if n.startswith(".appendguard-doctor")], [])
 
-    def test_s3_profile_recommends_rewrite(self):
+    def test_s3_profile_shows_hold_and_recommends_no_setting_that_changes_nothing(self):
+        # The library holds and rewrites on this write-once store by default (issue 23, defect 4: doctor
+        # showed "reopen append" and recommended APPENDGUARD_REOPEN=rewrite, which changed nothing).
         _, mnt = self.mount("s3")
         proc = self.doctor(mnt)
         self.assertIn("refused", rule_line(proc.stdout, "append to an existing file"), proc.stdout)
-        self.assertIn("APPENDGUARD_REOPEN=rewrite", rule_line(proc.stdout, "read-write open"))
-        self.assertIn("- APPENDGUARD_REOPEN=rewrite", proc.stdout)
+        self.assertIn("reopen:         hold (APPENDGUARD_REOPEN=auto on a store of kind write-once)", proc.stdout)
+        self.assertIn("written anew", rule_line(proc.stdout, "read-write open"))
+        self.assertNotIn("- APPENDGUARD_REOPEN=rewrite", proc.stdout)
+        # measured with the library: an overwrite works, an append without a seek is refused loudly
+        self.assertIn("works", rule_line(proc.stdout, "overwrite (printf > existing file)"))
+        self.assertIn("refused loudly, file intact", rule_line(proc.stdout, "append without a seek (>>)"))
+        self.assertEqual([n for n in os.listdir(mnt) if "appendguard-doctor" in n], [])
 
     def test_plain_directory(self):
         proc = self.doctor(self.dir)

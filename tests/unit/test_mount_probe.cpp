@@ -44,21 +44,76 @@ TEST_CASE("advice from the probe") {
   MountInfo m;
   REQUIRE(mount_of(kMountinfo, "/mnt/hdfs/x", m));
   auto results = all_accepted();
-  REQUIRE(recommendations(m, false, results).size() == 1);
-  CHECK(recommendations(m, false, results)[0].find("not needed here") != std::string::npos);
+  REQUIRE(recommendations(m, false, results, ReopenChoice::kAppend).size() == 1);
+  CHECK(recommendations(m, false, results, ReopenChoice::kAppend)[0].find("not needed here") !=
+        std::string::npos);
 
   results[static_cast<int>(Rule::kWriteBelowEnd)].error = 95;
-  auto lines = recommendations(m, false, results);
+  auto lines = recommendations(m, false, results, ReopenChoice::kAppend);
   CHECK(lines[0].find("APPENDGUARD_FS=/mnt/hdfs") == 0);
-  CHECK(recommendations(m, true, results)[0].find("known append-only store") != std::string::npos);
-  CHECK(with_library(Rule::kWriteBelowEnd, results).find("needs a code change") != std::string::npos);
-  CHECK(with_library(Rule::kReadWriteOpen, results).find("rewritten to an append open") != std::string::npos);
+  CHECK(recommendations(m, true, results, ReopenChoice::kAppend)[0].find("known append-only store") !=
+        std::string::npos);
+  CHECK(with_library(Rule::kWriteBelowEnd, results, ReopenChoice::kAppend).find("needs a code change") !=
+        std::string::npos);
+  CHECK(with_library(Rule::kReadWriteOpen, results, ReopenChoice::kAppend)
+            .find("rewritten to an append open") != std::string::npos);
 
   results[static_cast<int>(Rule::kAppend)].error = 1;  // s3: no appends, truncating opens work
-  CHECK(with_library(Rule::kReadWriteOpen, results).find("APPENDGUARD_REOPEN=rewrite") != std::string::npos);
+  CHECK(
+      with_library(Rule::kReadWriteOpen, results, ReopenChoice::kAppend).find("APPENDGUARD_REOPEN=rewrite") !=
+      std::string::npos);
   bool rewrite = false;
-  for (const std::string& line : recommendations(m, true, results)) {
+  for (const std::string& line : recommendations(m, true, results, ReopenChoice::kAppend)) {
     rewrite = rewrite || line.find("APPENDGUARD_REOPEN=rewrite") == 0;
   }
   CHECK(rewrite);
+}
+
+TEST_CASE("doctor shows the library's own reopen decision") {
+  CHECK(reopen_choice(Reopen::kAuto, StoreKind::kWriteOnce) == ReopenChoice::kHold);
+  CHECK(reopen_choice(Reopen::kAuto, StoreKind::kAppends) == ReopenChoice::kAppend);
+  CHECK(reopen_choice(Reopen::kRewrite, StoreKind::kWriteOnce) == ReopenChoice::kRewrite);
+  CHECK(reopen_choice(Reopen::kAppend, StoreKind::kWriteOnce) == ReopenChoice::kAppend);
+  CHECK(reopen_choice(Reopen::kHold, StoreKind::kAppends) == ReopenChoice::kHold);
+  CHECK(describe_reopen(ReopenChoice::kHold, Reopen::kAuto, StoreKind::kWriteOnce).rfind("hold (", 0) == 0);
+  MountInfo m;
+  REQUIRE(mount_of(kMountinfo, "/mnt/hdfs/sub/x", m));  // rclone: write-once
+  CHECK(reopen_choice(Reopen::kAuto, classify_store(m.entry)) == ReopenChoice::kHold);
+}
+
+TEST_CASE("doctor never recommends a reopen mode that changes nothing there") {
+  MountInfo m;
+  REQUIRE(mount_of(kMountinfo, "/mnt/hdfs/sub/x", m));
+  auto results = all_accepted();
+  results[static_cast<int>(Rule::kAppend)].error = 1;
+  results[static_cast<int>(Rule::kWriteBelowEnd)].error = 29;
+  for (ReopenChoice choice : {ReopenChoice::kHold, ReopenChoice::kRewrite}) {
+    for (const std::string& line : recommendations(m, true, results, choice))
+      CHECK(line.find("APPENDGUARD_REOPEN=rewrite") == std::string::npos);
+    CHECK(with_library(Rule::kReadWriteOpen, results, choice).find("written anew") != std::string::npos);
+    CHECK(with_library(Rule::kAppend, results, choice).find("written anew") != std::string::npos);
+  }
+}
+
+TEST_CASE("doctor's measured cases: classification and the rule") {
+  const ShellCase* append = nullptr;
+  const ShellCase* below = nullptr;
+  for (const ShellCase& c : shell_cases()) {
+    if (std::string(c.name).find(">>") != std::string::npos) append = &c;
+    if (c.must_refuse) below = &c;
+  }
+  REQUIRE(append);
+  REQUIRE(below);
+  CHECK(classify_case(*append, true, false, true, "abcdefgh") == Outcome::kWorks);
+  CHECK(classify_case(*append, true, false, true, "efgh") == Outcome::kWrongBytes);  // appended at 0
+  CHECK(classify_case(*append, false, true, true, "abcd") == Outcome::kRefusedLoudly);
+  CHECK(classify_case(*append, false, false, true, "abcd") == Outcome::kFailsIntact);
+  CHECK(classify_case(*append, false, true, true, "") == Outcome::kFileChanged);
+  CHECK(case_problem(*append, Outcome::kWorks, Outcome::kWorks).empty());
+  CHECK(case_problem(*append, Outcome::kFailsIntact, Outcome::kRefusedLoudly).empty());
+  CHECK(case_problem(*append, Outcome::kWorks, Outcome::kRefusedLoudly).find("worse than without") == 0);
+  CHECK_FALSE(case_problem(*append, Outcome::kFailsIntact, Outcome::kWrongBytes).empty());
+  CHECK_FALSE(case_problem(*append, Outcome::kFailsIntact, Outcome::kFailsIntact).empty());
+  CHECK(case_problem(*below, Outcome::kWorks, Outcome::kRefusedLoudly).empty());
+  CHECK_FALSE(case_problem(*below, Outcome::kWorks, Outcome::kWorks).empty());
 }
