@@ -155,8 +155,11 @@ bool matched_by_name(int dirfd, const char* path, char* full_path) {
     std::strncpy(full_path, path, kMaxPath - 1);  // a name-only match still counts
     full_path[kMaxPath - 1] = '\0';
   }
+  if (!patterns.needs_full_path()) {
+    // The name matched above; a /proc name is matched by its target's.
+    return !proc_name || patterns.matches({}, file_name_of(full_path));
+  }
   if (patterns.matches(full_path, file_name_of(full_path))) return true;
-  if (!patterns.needs_full_path()) return false;
   PathLease lease(2);
   char* physical = lease.get(0);
   if (!physical || !physical_path_of(full_path, physical, lease.get(1)) ||
