@@ -228,6 +228,9 @@ std::string PatternSet::compile(std::string_view spec) {
     if (!error.empty()) return error;
     bool full = pattern.find('/') != std::string_view::npos;
     patterns_.push_back(Pattern{std::string(pattern), literal_suffix(pattern), full});
+    Pattern& added = patterns_.back();
+    added.star_then_suffix = pattern.size() == added.literal_suffix.size() + 1 && pattern[0] == '*' &&
+                             added.literal_suffix.find('/') == std::string::npos;
     has_full_path_patterns_ |= full;
     if (colon == std::string_view::npos) break;
     start = colon + 1;
@@ -261,7 +264,13 @@ size_t PatternSet::add_physical_aliases(PhysicalName physical) {
 bool PatternSet::matches(std::string_view full_path, std::string_view file_name) const {
   for (const Pattern& p : patterns_) {
     std::string_view text = p.full_path ? full_path : file_name;
-    if (ends_with(text, p.literal_suffix) && glob_match(p.text, text)) return true;
+    if (!ends_with(text, p.literal_suffix)) continue;
+    if (p.star_then_suffix) {  // "*.ext": compiled once into a suffix test ('*' does not cross '/')
+      if (text.substr(0, text.size() - p.literal_suffix.size()).find('/') == std::string_view::npos)
+        return true;
+      continue;
+    }
+    if (glob_match(p.text, text)) return true;
   }
   return false;
 }

@@ -45,6 +45,7 @@ class PatternSet {
     std::string text;
     std::string literal_suffix;  // what a match must end with ("*.safetensors" -> ".safetensors")
     bool full_path;
+    bool star_then_suffix = false;  // "*" and its literal suffix only: matched by the suffix test alone
   };
   std::vector<Pattern> patterns_;
   bool has_full_path_patterns_ = false;

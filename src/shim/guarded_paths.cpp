@@ -49,10 +49,38 @@ bool descriptor_target(const char* full_path, char* out) {
   return true;
 }
 
+// A path too long to resolve (or no memory to resolve it in) cannot be matched against the patterns:
+// said once per process.
+void notice_unresolvable_path(int dirfd, const char* path, bool no_memory) {
+  static constinit OncePerProcess told;
+  if (!told.first_time()) return;
+  char message[512];
+  if (no_memory) {
+    std::snprintf(
+        message, sizeof message,
+        "a write open of \"%.200s\" (dirfd %d) is not guarded: no memory could be mapped to resolve "
+        "its path (%zu bytes per thread), so neither APPENDGUARD_PATHS patterns nor whole-mount "
+        "guarding can be applied to it (said once per process)",
+        path, dirfd, kPathSlots * kMaxPath);
+  } else {
+    std::snprintf(
+        message, sizeof message,
+        "a write open of \"%.200s...\" (%zu bytes, dirfd %d) is not guarded: its absolute path does "
+        "not fit in %zu bytes, so APPENDGUARD_PATHS patterns with '/' cannot be matched against it "
+        "(said once per process)",
+        path, std::strlen(path), dirfd, kMaxPath);
+  }
+  InternalScope internal;
+  report_notice(message);
+}
+
 }  // namespace
 
 bool resolve_full_path(int dirfd, const char* path, char* out) {
-  if (!out) return false;
+  if (!out) {  // no per-thread path buffer could be mapped
+    notice_unresolvable_path(dirfd, path, true);
+    return false;
+  }
   if (path[0] == '/') {
     if (normalize_path({}, path, out, kMaxPath) == 0) return false;
   } else {
@@ -107,31 +135,6 @@ bool physical_path_of(const char* full_path, char* out, char* scratch) {
   return normalize_path(scratch, path.substr(slash + 1), out, kMaxPath) > 0;
 }
 
-// A path too long to resolve (or no memory to resolve it in) cannot be matched against the patterns:
-// said once per process.
-void notice_unresolvable_path(int dirfd, const char* path, bool no_memory) {
-  static constinit OncePerProcess told;
-  if (!told.first_time()) return;
-  char message[512];
-  if (no_memory) {
-    std::snprintf(
-        message, sizeof message,
-        "a write open of \"%.200s\" (dirfd %d) is not guarded: no memory could be mapped to resolve "
-        "its path (%zu bytes per thread), so APPENDGUARD_PATHS patterns cannot be matched against "
-        "it (said once per process)",
-        path, dirfd, kPathSlots * kMaxPath);
-  } else {
-    std::snprintf(
-        message, sizeof message,
-        "a write open of \"%.200s...\" (%zu bytes, dirfd %d) is not guarded: its absolute path does "
-        "not fit in %zu bytes, so APPENDGUARD_PATHS patterns with '/' cannot be matched against it "
-        "(said once per process)",
-        path, std::strlen(path), dirfd, kMaxPath);
-  }
-  InternalScope internal;
-  report_notice(message);
-}
-
 }  // namespace
 
 bool matched_by_name(int dirfd, const char* path, char* full_path) {
@@ -152,8 +155,11 @@ bool matched_by_name(int dirfd, const char* path, char* full_path) {
     std::strncpy(full_path, path, kMaxPath - 1);  // a name-only match still counts
     full_path[kMaxPath - 1] = '\0';
   }
+  if (!patterns.needs_full_path()) {
+    // The name matched above; a /proc name is matched by its target's.
+    return !proc_name || patterns.matches({}, file_name_of(full_path));
+  }
   if (patterns.matches(full_path, file_name_of(full_path))) return true;
-  if (!patterns.needs_full_path()) return false;
   PathLease lease(2);
   char* physical = lease.get(0);
   if (!physical || !physical_path_of(full_path, physical, lease.get(1)) ||

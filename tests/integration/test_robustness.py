@@ -96,14 +96,17 @@ class RobustnessTest(TempDirTest):
         if os.environ.get("APPENDGUARD_TEST_SANITIZER_RUNTIME"):
             self.skipTest("sanitizer build: instrumented frames are several times larger; the plain build's run "
                           "of this test measures the report's stack")
-        for kind, size in (("thread", 16384), ("handler", 16384), ("handler", 8192)):
+        # Issue 24, item 6: also a 24 KiB thread, and a 16 KiB sigaltstack that holds an AVX-512 signal frame
+        # (3.5 KiB at most: 12800 bytes left below it).
+        for kind, size in (("thread", 16384), ("thread", 24576), ("handler", 16384), ("handler", 12800),
+                           ("handler", 8192)):
             with self.subTest(kind=kind, size=size):
                 proc = run([program("small_stack_report"), self.path(f"{kind}{size}.safetensors"), str(size), kind])
                 self.assertOk(proc)
                 r = results(proc.stdout)
                 self.assertEqual(r["result"], "-1 errno=95")
                 self.assertEqual(len(violations(proc.stderr)), 1, proc.stderr)
-                if size == 8192:  # too little left for libunwind: the report says so
+                if kind == "handler" and size < 13 * 1024:  # too little left for libunwind: the report says so
                     self.assertIn("native stack: left out", proc.stderr)
                 else:
                     self.assertIn("native stack:\n", proc.stderr)

@@ -151,3 +151,15 @@ TEST_CASE("a pattern through a symlinked directory also matches the directory's 
   REQUIRE(missing.compile("/gone/**").empty());
   CHECK(missing.add_physical_aliases([](const std::string&, std::string&) { return false; }) == 0);
 }
+
+TEST_CASE("a '*.ext' pattern is compiled into a suffix test that matches as the glob does") {
+  // Issue 27: matching *.safetensors ran the automaton at every guarded open.
+  for (const char* pattern : {"*.safetensors", "*", "*x", "*.distcp"}) {
+    PatternSet set;
+    REQUIRE(set.compile(pattern).empty());
+    for (const char* name : {"model.safetensors", ".safetensors", "a.safetensors.tmp", "", "x", "ax",
+                             "a.distcp", "safetensors", "m.Safetensors"}) {
+      CHECK(set.matches({}, name) == glob_match(pattern, name));
+    }
+  }
+}
