@@ -102,6 +102,7 @@ TrackedFile* FileTable::acquire_file(dev_t device, ino_t inode, uint64_t size) {
   f->descriptions = 1;
   f->next_free = nullptr;
   live_files_[live_file_count_++] = f;
+  if (live_file_count_ == 1 && live_files_changed_) live_files_changed_(true);
   return f;
 }
 
@@ -165,6 +166,7 @@ void FileTable::release_file(TrackedFile* file) {
       break;
     }
   }
+  if (live_file_count_ == 0 && live_files_changed_) live_files_changed_(false);
   // No call is writing to it: its last description is recycled only once no guarded call pins it.
   released_writes_.writes += file->writes.exchange(0, std::memory_order_relaxed);
   released_writes_.bytes += file->bytes_written.exchange(0, std::memory_order_relaxed);

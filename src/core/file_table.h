@@ -237,6 +237,10 @@ class FileTable {
   void after_fork_parent();
   void after_fork_child();
 
+  // Called, with the registry held, when a first file becomes tracked and when the last one is released
+  // (the raw-system-call layer traps only meanwhile: shim/syscall_dispatch.h). Set once, at start-up.
+  void on_live_files_changed(void (*callback)(bool any)) { live_files_changed_ = callback; }
+
   int highest_fd() const { return highest_fd_plus_one_.load(std::memory_order_relaxed) - 1; }
 
   // The writes counted on every file this process tracked (TrackedFile::count_write): the files
@@ -265,6 +269,7 @@ class FileTable {
   TrackedFile** live_files_ = nullptr;  // files with open descriptions, found by identity
   size_t live_file_count_ = 0;
   size_t live_file_capacity_ = 0;
+  void (*live_files_changed_)(bool any) = nullptr;
   WriteTotals released_writes_;  // of files released (registry_ held)
 };
 

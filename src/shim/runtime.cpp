@@ -24,6 +24,7 @@
 #include "shim/held_sessions.h"
 #include "shim/mount_guard.h"
 #include "shim/real_io.h"
+#include "shim/syscall_dispatch.h"
 
 namespace appendguard {
 
@@ -54,6 +55,7 @@ void after_fork_child() {
   g_summary.~SummaryCounters();  // the child's summary counts its own calls
   new (&g_summary) SummaryCounters();
   g_owner_pid.store(raw_getpid(), std::memory_order_relaxed);
+  arm_syscall_dispatch_in_this_thread();  // not inherited by a child
 }
 
 // Descriptors inherited across exec are not in our (new) table; guarded ones are taken in with what the
@@ -118,6 +120,7 @@ void initialize() {
   atexit(commit_held_at_exit);
   RuntimeState state = g_config->mode == Mode::kEnforce ? RuntimeState::kEnforce : RuntimeState::kAudit;
   g_runtime_state.store(static_cast<int>(state), std::memory_order_release);
+  start_syscall_dispatch(*g_config);
 }
 
 __attribute__((constructor)) void initialize_at_load() {
@@ -140,6 +143,16 @@ Mode current_mode_slow() {
     }
   }
   return current_mode();
+}
+
+void run_fork_prepare() {
+  before_fork();
+}
+void run_fork_parent() {
+  after_fork_parent();
+}
+void run_fork_child() {
+  after_fork_child();
 }
 
 bool owns_file_table() {

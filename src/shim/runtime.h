@@ -59,6 +59,12 @@ inline Description* tracked_description(int fd) {
 // must not change the parent's file table when it closes or duplicates descriptors before exec.
 bool owns_file_table();
 
+// The handlers registered with pthread_atfork, run around a fork made by a raw system call
+// (syscall_dispatch.cpp), which libc's fork handlers do not see.
+void run_fork_prepare();
+void run_fork_parent();
+void run_fork_child();
+
 // A notice said once per process: first_time() is true once in each process (a fork child says it
 // again, for its own log).
 class OncePerProcess {
