@@ -7,7 +7,7 @@ import re
 import subprocess
 import unittest
 
-from harness import TempDirTest, program, read_bytes, results, run, violations
+from harness import TempDirTest, child_env, program, read_bytes, results, run, violations
 
 CLIENT_PYTHON = os.environ.get("APPENDGUARD_CLIENT_PYTHON", "")
 
@@ -102,6 +102,16 @@ class RawSyscallsTest(TempDirTest):
         self.assertEqual(r["blocked_pwrite64_at_0"], str(-95))  # all signals blocked through libc
         self.assertEqual(r["raw_blocked_pwrite64_at_0"], str(-95))  # and by a raw rt_sigprocmask
         self.assertEqual(r["raw_mask_has_sigint"], "1")  # the raw mask was applied
+
+    def test_doctor_says_whether_the_layer_is_active(self):
+        launcher = os.environ.get("APPENDGUARD_LAUNCHER", "")
+        self.assertTrue(launcher, "APPENDGUARD_LAUNCHER is not set; run through ctest")
+        for setting, expected in (("auto", "raw syscalls:   covered while a guarded file is open"),
+                                  ("always", "raw syscalls:   covered from start-up"),
+                                  ("off", "raw syscalls:   not covered (APPENDGUARD_SYSCALLS=off)")):
+            env = child_env(mode=None, preload=False, APPENDGUARD_SYSCALLS=setting)
+            proc = subprocess.run([launcher, "doctor"], env=env, capture_output=True, text=True, timeout=120)
+            self.assertIn(expected, proc.stdout, proc.stdout + proc.stderr)
 
     def test_bad_value_is_one_line_and_status_2(self):
         proc = run([program("raw_syscalls"), "pwrite", self.dir], APPENDGUARD_SYSCALLS="sometimes")

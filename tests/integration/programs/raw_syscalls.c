@@ -28,7 +28,8 @@ static long raw6(long n, long a, long b, long c, long d, long e, long f) {
   return ret;
 }
 #define RAW(n, ...) raw_args(n, __VA_ARGS__, 0, 0, 0, 0, 0, 0)
-#define raw_args(n, a, b, c, d, e, f, ...) raw6(n, (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), (long)(f))
+#define raw_args(n, a, b, c, d, e, f, ...) \
+  raw6(n, (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), (long)(f))
 
 static const char* dir;
 static char path_buffers[2][4096];
@@ -70,8 +71,8 @@ static int open_and_write(const char* tag) {
   long at_position = RAW(SYS_write, fd, "5555", 4);
   long end = RAW(SYS_lseek, fd, 0, SEEK_END);
   long at_end = RAW(SYS_write, fd, "6666", 4);
-  printf("%s_pwrite64_at_0=%ld\n%s_write_at_0=%ld\n%s_lseek_end=%ld\n%s_write_at_end=%ld\n", tag, at_zero, tag,
-         at_position, tag, end, tag, at_end);
+  printf("%s_pwrite64_at_0=%ld\n%s_write_at_0=%ld\n%s_lseek_end=%ld\n%s_write_at_end=%ld\n", tag, at_zero,
+         tag, at_position, tag, end, tag, at_end);
   RAW(SYS_close, fd);
   return at_zero == -EOPNOTSUPP ? 0 : 1;
 }
