@@ -13,6 +13,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <gnu/libc-version.h>
 #include <link.h>
 #include <linux/sched.h>
 #include <stdint.h>
@@ -414,6 +415,16 @@ void start_syscall_dispatch(const Config& config) {
   g_always = config.syscalls == SyscallLayer::kAlways;
   g_refuse_io_uring = config.io_uring == IoUring::kRefuse;
   g_files.on_live_files_changed(on_live_files_changed);
+  // Valgrind runs the program from its own code cache and makes every system call from its own text:
+  // the kernel would trap them all, and Valgrind does not take SIGSYS for its own calls.
+  const char* preload = getenv("LD_PRELOAD");
+  if (preload && strstr(preload, "vgpreload")) return unavailable("running under Valgrind", 0);
+  // Before glibc 2.34 libpthread is a library of its own, whose system calls (futex in every contended
+  // lock) are outside libc's text: each would be trapped.
+  unsigned major = 0, minor = 0;
+  if (std::sscanf(gnu_get_libc_version(), "%u.%u", &major, &minor) != 2 || major < 2 ||
+      (major == 2 && minor < 34))
+    return unavailable("glibc before 2.34 (libpthread's own system calls would all be trapped)", 0);
   if (!find_libc_text()) return unavailable("libc's text was not found", 0);
   // Armed first with ALLOW, to learn whether the kernel allows it before taking SIGSYS.
   if (int error = arm_thread()) {
