@@ -34,8 +34,6 @@ int __fxstat64(int version, int fd, struct stat64* st);
 // The fortified dprintf names (stdio.h declares them only under _FORTIFY_SOURCE).
 int __dprintf_chk(int fd, int flag, const char* format, ...);
 int __vdprintf_chk(int fd, int flag, const char* format, va_list args);
-// glibc 2.28+ declares it under _GNU_SOURCE only in <stdio.h>; declared here for older headers.
-int renameat2(int old_dirfd, const char* old_path, int new_dirfd, const char* new_path, unsigned int flags);
 }
 
 // decltype(::write) carries glibc's nonnull/warn_unused_result attributes, which a template argument
