@@ -64,6 +64,8 @@ constinit int g_unavailable_error = 0;  // what prctl (or the lookup of libc) fa
 constinit const char* g_unavailable_why = "";
 constinit bool g_always = false;
 constinit bool g_refuse_io_uring = true;
+// APPENDGUARD_SYSCALLS is not off: libc's syscall() takes the hooks (armed or not).
+constinit std::atomic<bool> g_syscall_function_hooked{false};
 
 // The program's own SIGSYS action, and whether the layer holds SIGSYS (then sigaction/signal keep it).
 constinit struct sigaction g_program_action = {};
@@ -102,8 +104,8 @@ int find_text(dl_phdr_info* info, size_t, void* data) {
 
 bool find_libc_text() {
   Dl_info info;
-  // syscall() is libc's own: the object that defines it is libc.
-  if (!dladdr(reinterpret_cast<void*>(&::syscall), &info) || !info.dli_fbase) return false;
+  // syscall() is libc's own (ours is its hook): the object that defines the real one is libc.
+  if (!dladdr(reinterpret_cast<void*>(real_syscall.get()), &info) || !info.dli_fbase) return false;
   TextSearch search{reinterpret_cast<uintptr_t>(info.dli_fbase), 0, 0};
   dl_iterate_phdr(find_text, &search);
   g_libc_text = search.start;
@@ -160,7 +162,7 @@ long kernel_result(long result) {
 }
 
 long perform_unchanged(const Registers& r) {
-  return kernel_result(syscall(r.number, r.a0, r.a1, r.a2, r.a3, r.a4, r.a5));
+  return kernel_result(real_syscall(r.number, r.a0, r.a1, r.a2, r.a3, r.a4, r.a5));
 }
 
 constinit OncePerProcess g_told_thread;
@@ -186,8 +188,8 @@ long perform_fork(ucontext_t* uc, uint64_t stack_top, uint64_t tls, bool sets_tl
     return kernel_result(result);
   }
   run_fork_child();  // re-arms this thread (runtime.cpp)
-  if (stack_top) uc->uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(stack_top);
-  if (sets_tls) syscall(SYS_arch_prctl, 0x1002 /* ARCH_SET_FS */, tls);  // no TLS of ours after this
+  if (stack_top && uc) uc->uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(stack_top);
+  if (sets_tls) real_syscall(SYS_arch_prctl, 0x1002 /* ARCH_SET_FS */, tls);  // no TLS of ours after this
   return 0;
 }
 
@@ -199,7 +201,7 @@ long perform_clone(const Registers& r, ucontext_t* uc) {
   uint64_t performed = clone_flags_performed(flags, way);
   // x86-64 clone: flags, stack, parent_tid, child_tid, tls.
   return perform_fork(uc, stack, static_cast<uint64_t>(r.a4), flags & CLONE_SETTLS,
-                      [&] { return syscall(SYS_clone, performed, 0L, r.a2, r.a3, 0L); });
+                      [&] { return real_syscall(SYS_clone, performed, 0L, r.a2, r.a3, 0L); });
 }
 
 long perform_clone3(const Registers& r, ucontext_t* uc) {
@@ -216,7 +218,7 @@ long perform_clone3(const Registers& r, ucontext_t* uc) {
   args.stack = 0;
   args.stack_size = 0;
   args.tls = 0;
-  return perform_fork(uc, stack_top, tls, sets_tls, [&] { return syscall(SYS_clone3, &args, size); });
+  return perform_fork(uc, stack_top, tls, sets_tls, [&] { return real_syscall(SYS_clone3, &args, size); });
 }
 
 long perform_io_uring_setup(const Registers& r) {
@@ -345,7 +347,7 @@ long perform(const Registers& r, ucontext_t* uc) {
     case RawCall::kRenameat2:
       return kernel_result(::renameat2(fd(0), str(1), fd(2), str(3), static_cast<unsigned>(a[4])));
     case RawCall::kFork:
-      return perform_fork(uc, 0, 0, false, [] { return syscall(SYS_fork); });
+      return perform_fork(uc, 0, 0, false, [] { return real_syscall(SYS_fork); });
     case RawCall::kClone:
       return perform_clone(r, uc);
     case RawCall::kClone3:
@@ -378,7 +380,7 @@ void chain(int sig, siginfo_t* info, void* context) {
     struct sigaction default_action = {};
     default_action.sa_handler = SIG_DFL;
     real_sigaction(SIGSYS, &default_action, nullptr);
-    syscall(SYS_tgkill, syscall(SYS_getpid), syscall(SYS_gettid), SIGSYS);
+    real_syscall(SYS_tgkill, real_syscall(SYS_getpid), real_syscall(SYS_gettid), SIGSYS);
     return;
   }
   program.sa_handler(sig);
@@ -412,6 +414,7 @@ void unavailable(const char* why, int error) {
 
 void start_syscall_dispatch(const Config& config) {
   if (config.syscalls == SyscallLayer::kOff) return;
+  g_syscall_function_hooked.store(true, std::memory_order_release);
   g_always = config.syscalls == SyscallLayer::kAlways;
   g_refuse_io_uring = config.io_uring == IoUring::kRefuse;
   g_files.on_live_files_changed(on_live_files_changed);
@@ -474,7 +477,31 @@ bool program_sigsys_action(const struct sigaction* action, struct sigaction* old
 
 using namespace appendguard;
 
-// ---- Hooks: threads are armed as they start; SIGSYS stays the layer's ----
+// ---- Hooks: libc's syscall(); threads are armed as they start; SIGSYS stays the layer's ----
+
+// libc's syscall(): its instruction is in libc's text, so never trapped; a call of interest goes the
+// handler's way (without a signal frame: a fork-like clone with a stack of its own, rt_sigprocmask and
+// rt_sigaction are performed unchanged). Its variadic arguments are read as the six integer registers
+// they travel in on x86-64 (as the open hooks read their mode). Our own calls of syscall() pass through.
+APPENDGUARD_HOOK long syscall_hook(long number, long a0, long a1, long a2, long a3, long a4,
+                                   long a5) __asm__("syscall");
+long syscall_hook(long number, long a0, long a1, long a2, long a3, long a4, long a5) {
+  RawCall call = classify_raw_call(number);
+  if (__builtin_expect(call == RawCall::kPass, 1) ||
+      !g_syscall_function_hooked.load(std::memory_order_acquire) || InternalScope::active() ||
+      t_raw_calls_in_progress > 0 || call == RawCall::kSigprocmask || call == RawCall::kSigaction ||
+      (call == RawCall::kClone && a1 != 0) || call == RawCall::kClone3)
+    return real_syscall(number, a0, a1, a2, a3, a4, a5);
+  Registers r{number, a0, a1, a2, a3, a4, a5};
+  ++t_raw_calls_in_progress;
+  long result = perform(r, nullptr);
+  --t_raw_calls_in_progress;
+  if (result < 0 && result > -4096) {
+    errno = static_cast<int>(-result);
+    return -1;
+  }
+  return result;
+}
 
 namespace {
 

@@ -38,6 +38,15 @@ class RawSyscallsTest(TempDirTest):
         self.assertEqual(len([v for v in violations(err) if " pwrite64 " in v]), 1, err)
         self.assertEqual(read_bytes(os.path.join(self.dir, "witness.safetensors")), b"abcdefgh")
 
+    def test_libcs_syscall_function_takes_the_same_decisions(self):
+        r, err = self.probe("libc_syscall")
+        self.assertEqual(r["syscall_pwrite64_at_0"], "-1 errno=95")
+        self.assertEqual(r["syscall_getppid_ok"], "1")
+        self.assertEqual(len([v for v in violations(err) if " pwrite64 " in v]), 1, err)
+        r, err = self.probe("libc_syscall", APPENDGUARD_SYSCALLS="off")
+        self.assertEqual(r["syscall_pwrite64_at_0"], "4 errno=0")  # as before the layer
+        self.assertEqual(violations(err), [])
+
     def test_off_brings_back_raw_calls_unseen(self):
         r, err = self.probe("pwrite", APPENDGUARD_SYSCALLS="off")
         self.assertEqual(r["pwrite64_at_0"], "4")  # written at 0, as without the layer

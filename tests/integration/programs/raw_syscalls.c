@@ -100,6 +100,13 @@ int main(int argc, char** argv) {
     printf("pwrite64_at_end=%ld\n", RAW(SYS_pwrite64, fd, "efgh", 4, 4));
     return 0;
   }
+  if (!strcmp(which, "libc_syscall")) {  // libc's syscall() function, not an instruction of ours
+    int fd = witness();
+    long result = syscall(SYS_pwrite64, fd, "0000", 4, 0);
+    printf("syscall_pwrite64_at_0=%ld errno=%d\n", result, result < 0 ? errno : 0);
+    printf("syscall_getppid_ok=%d\n", syscall(SYS_getppid) == getppid());
+    return 0;
+  }
   if (!strcmp(which, "openat")) {
     witness();
     open_and_write("raw");
