@@ -62,6 +62,7 @@ enum class LayerState : int { kNotStarted, kArmed, kUnavailable };
 constinit std::atomic<int> g_state{static_cast<int>(LayerState::kNotStarted)};
 constinit int g_unavailable_error = 0;  // what prctl (or the lookup of libc) failed with
 constinit const char* g_unavailable_why = "";
+constinit bool g_say_unavailable = true;  // not under Valgrind or a sanitizer: tools of our own tests
 constinit bool g_always = false;
 constinit bool g_refuse_io_uring = true;
 // APPENDGUARD_SYSCALLS is not off: libc's syscall() takes the hooks (armed or not).
@@ -138,7 +139,9 @@ void on_live_files_changed(bool any) {
     if (!g_always) set_selector(any ? SYSCALL_DISPATCH_FILTER_BLOCK : SYSCALL_DISPATCH_FILTER_ALLOW);
     return;
   }
-  if (!any || g_state.load(std::memory_order_acquire) != static_cast<int>(LayerState::kUnavailable)) return;
+  if (!any || !g_say_unavailable ||
+      g_state.load(std::memory_order_acquire) != static_cast<int>(LayerState::kUnavailable))
+    return;
   char line[400];
   std::snprintf(
       line, sizeof line,
@@ -421,7 +424,22 @@ void start_syscall_dispatch(const Config& config) {
   // Valgrind runs the program from its own code cache and makes every system call from its own text:
   // the kernel would trap them all, and Valgrind does not take SIGSYS for its own calls.
   const char* preload = getenv("LD_PRELOAD");
-  if (preload && strstr(preload, "vgpreload")) return unavailable("running under Valgrind", 0);
+  if (preload && strstr(preload, "vgpreload")) {
+    g_say_unavailable = false;
+    return unavailable("running under Valgrind", 0);
+  }
+  // The sanitizers' runtimes make their own system calls (inline instructions) from inside their
+  // allocators and signal handling: each would be trapped there.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  constexpr bool kSanitized = true;
+#else
+  constexpr bool kSanitized = false;
+#endif
+  if (kSanitized || dlsym(RTLD_DEFAULT, "__asan_init") || dlsym(RTLD_DEFAULT, "__tsan_init") ||
+      dlsym(RTLD_DEFAULT, "__msan_init")) {
+    g_say_unavailable = false;
+    return unavailable("a sanitizer runtime is loaded (it makes its own system calls)", 0);
+  }
   // Before glibc 2.34 libpthread is a library of its own, whose system calls (futex in every contended
   // lock) are outside libc's text: each would be trapped.
   unsigned major = 0, minor = 0;

@@ -47,6 +47,17 @@ class RawSyscallsTest(TempDirTest):
         self.assertEqual(r["syscall_pwrite64_at_0"], "4 errno=0")  # as before the layer
         self.assertEqual(violations(err), [])
 
+    def test_where_the_layer_is_refused_one_line_says_so_only_when_a_guarded_file_is_opened(self):
+        r, err = self.probe("seccomp_exec")  # prctl(PR_SET_SYSCALL_USER_DISPATCH) fails EPERM
+        self.assertEqual(r["pwrite64_at_0"], "4")  # not covered: the raw write lands, as before
+        lines = re.findall(r"^appendguard: system calls made outside libc .*$", err, re.M)
+        self.assertEqual(lines, ["appendguard: system calls made outside libc (raw syscall instructions: Rust's "
+                                 "rustix, io_uring, Go) are not guarded in this process: "
+                                 "prctl(PR_SET_SYSCALL_USER_DISPATCH) was refused: EPERM; calls through libc "
+                                 "are"], err)
+        proc = run([program("raw_syscalls"), "seccomp_exec", self.dir, "nothing"])
+        self.assertEqual((proc.returncode, proc.stderr), (0, ""))  # nothing guarded was opened: silent
+
     def test_off_brings_back_raw_calls_unseen(self):
         r, err = self.probe("pwrite", APPENDGUARD_SYSCALLS="off")
         self.assertEqual(r["pwrite64_at_0"], "4")  # written at 0, as without the layer

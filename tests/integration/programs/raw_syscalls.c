@@ -5,13 +5,17 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
 #include <linux/sched.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -100,7 +104,27 @@ int main(int argc, char** argv) {
     printf("pwrite64_at_end=%ld\n", RAW(SYS_pwrite64, fd, "efgh", 4, 4));
     return 0;
   }
-  if (!strcmp(which, "libc_syscall")) {  // libc's syscall() function, not an instruction of ours
+  if (!strcmp(which, "seccomp_exec")) {  // a seccomp policy refusing the layer's prctl, then CASE argv[3]
+    struct sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_prctl, 0, 3),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 59 /* PR_SET_SYSCALL_USER_DISPATCH */, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog program = {sizeof filter / sizeof filter[0], filter};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0) {
+      perror("seccomp");
+      return 3;
+    }
+    char* args[] = {argv[0], argc > 3 ? argv[3] : "pwrite", (char*)dir, NULL};
+    execv(argv[0], args);
+    return 3;
+  }
+  if (!strcmp(which, "nothing")) return 0;  // opens no guarded file
+  if (!strcmp(which, "libc_syscall")) {     // libc's syscall() function, not an instruction of ours
     int fd = witness();
     long result = syscall(SYS_pwrite64, fd, "0000", 4, 0);
     printf("syscall_pwrite64_at_0=%ld errno=%d\n", result, result < 0 ? errno : 0);
