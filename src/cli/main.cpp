@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -196,6 +197,43 @@ constexpr const char* kProbeScript =
     "printf x | dd of=\"$1\" conv=notrunc 2>/dev/null && exit 4\n"
     "exit 0\n";
 
+// Whether Syscall User Dispatch can be armed here (the library's raw-system-call layer): tried in a child,
+// with the selector at ALLOW, so that nothing is trapped. Returns 0 or the errno of the prctl.
+int syscall_dispatch_error() {
+  pid_t pid = fork();
+  if (pid < 0) return errno;
+  if (pid == 0) {
+    static char selector = 0;  // SYSCALL_DISPATCH_FILTER_ALLOW
+    // PR_SET_SYSCALL_USER_DISPATCH (59), PR_SYS_DISPATCH_ON (1): this program's own text is allowed.
+    _exit(prctl(59, 1, reinterpret_cast<unsigned long>(&syscall_dispatch_error), 4096UL, &selector) == 0
+              ? 0
+              : errno);
+  }
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return ECHILD;
+  return WEXITSTATUS(status);
+}
+
+void print_syscall_layer() {
+  const char* setting = getenv("APPENDGUARD_SYSCALLS");
+  std::string value = setting && *setting ? setting : "auto";
+  if (value == "off") {
+    std::printf("raw syscalls:   not covered (APPENDGUARD_SYSCALLS=off)\n");
+    return;
+  }
+  int error = syscall_dispatch_error();
+  if (error == 0) {
+    std::printf("raw syscalls:   covered %s (Syscall User Dispatch can be armed here)\n",
+                value == "always" ? "from start-up" : "while a guarded file is open");
+  } else {
+    std::printf(
+        "raw syscalls:   NOT covered: prctl(PR_SET_SYSCALL_USER_DISPATCH) fails with %s (%s); calls "
+        "through libc are\n",
+        errno_name(error),
+        error == EINVAL ? "Linux 5.11+ is needed" : "refused by a seccomp policy or a sandbox");
+  }
+}
+
 bool interposition_works(const std::string& library, const std::string& dir) {
   std::string path = dir + "/selftest.safetensors";
   pid_t child = fork();
@@ -377,6 +415,7 @@ int doctor(const std::vector<std::string>& args) {
   std::printf("interposition:  %s\n", works ? "works (a backward write to a guarded file was refused)"
                                             : "FAILED (LD_PRELOAD did not take effect here)");
   if (!works) ++problems;
+  print_syscall_layer();
   if (directory) {
     Reopen reopen = parse.ok() ? configuration_of(parse.plan).config.reopen : Reopen::kAuto;
     int status = doctor_directory(args[0], library, reopen);

@@ -24,6 +24,13 @@ enum class Reopen { kAuto, kAppend, kRewrite, kHold };
 // What enforce mode does with a call that only grows a guarded file (ftruncate up, fallocate): record the
 // size and fill it with zeros at the last close (defer), or refuse it as the mount would.
 enum class Prealloc { kDefer, kRefuse };
+// APPENDGUARD_SYSCALLS: the raw-system-call layer (shim/syscall_dispatch.h). kAuto traps the system calls
+// made outside libc only while a guarded file is open; kAlways traps them from start-up; kOff never.
+enum class SyscallLayer { kAuto, kAlways, kOff };
+// APPENDGUARD_IO_URING: a raw io_uring_setup/io_setup trapped in a process that writes guarded files:
+// refused with ENOSYS (the program falls back to plain writes, which are guarded), or allowed (its
+// writes are then not seen). One line either way.
+enum class IoUring { kRefuse, kAllow };
 
 // How enforce mode writes to a file on a store of `kind` under `reopen` (the one decision used by the
 // library, shim/held_sessions.cpp hold_mode_for, and by `appendguard doctor DIR`): kHold, a file this
@@ -54,6 +61,8 @@ struct Config {
   unsigned hold_seconds = 60;
   MountSelection mounts;  // APPENDGUARD_FS: mounts on which every written file is guarded
   Prealloc prealloc = Prealloc::kDefer;
+  SyscallLayer syscalls = SyscallLayer::kAuto;
+  IoUring io_uring = IoUring::kRefuse;
 };
 
 struct ConfigResult {

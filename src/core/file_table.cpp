@@ -140,6 +140,7 @@ TrackedFile* FileTable::acquire_file(dev_t device, ino_t inode, uint64_t size) {
   f->next_free = nullptr;
   live_files_[live_file_count_++] = f;
   live_file_count_published_.store(live_file_count_, std::memory_order_relaxed);
+  if (live_file_count_ == 1 && live_files_changed_) live_files_changed_(true);
   return f;
 }
 
@@ -205,6 +206,7 @@ void FileTable::release_file(TrackedFile* file) {
       break;
     }
   }
+  if (live_file_count_ == 0 && live_files_changed_) live_files_changed_(false);
   // No call is writing to it: its last description is recycled only once no guarded call pins it.
   released_writes_.writes += file->writes.exchange(0, std::memory_order_relaxed);
   released_writes_.bytes += file->bytes_written.exchange(0, std::memory_order_relaxed);
@@ -358,18 +360,6 @@ WriteTotals FileTable::write_totals() {
     totals.bytes += live_files_[i]->bytes_written.load(std::memory_order_relaxed);
   }
   return totals;
-}
-
-void FileTable::after_raw_fork_parent() {
-  RegistryGuard guard(registry_);
-  mark_offsets_shared();
-}
-
-void FileTable::after_raw_fork_child() {
-  sigset_t mask;
-  set_signal_mask(SIG_BLOCK, nullptr, &mask);
-  mask_before_fork_ = mask;
-  after_fork_child();
 }
 
 void FileTable::after_fork_child() {

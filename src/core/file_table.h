@@ -263,11 +263,10 @@ class FileTable {
   void before_fork();
   void after_fork_parent();
   void after_fork_child();
-  // A child process started by a path the atfork handlers do not see (a raw fork or clone3 system call):
-  // in the parent, the offsets are now shared; in the child (with its own memory), what after_fork_child
-  // does, without the signal mask of a before_fork that never ran.
-  void after_raw_fork_parent();
-  void after_raw_fork_child();
+
+  // Called, with the registry held, when a first file becomes tracked and when the last one is released
+  // (the raw-system-call layer traps only meanwhile: shim/syscall_dispatch.h). Set once, at start-up.
+  void on_live_files_changed(void (*callback)(bool any)) { live_files_changed_ = callback; }
 
   int highest_fd() const { return highest_fd_plus_one_.load(std::memory_order_relaxed) - 1; }
 
@@ -298,6 +297,7 @@ class FileTable {
   size_t live_file_count_ = 0;
   std::atomic<size_t> live_file_count_published_{0};  // live_file_count_, for any_live_file()
   size_t live_file_capacity_ = 0;
+  void (*live_files_changed_)(bool any) = nullptr;
   WriteTotals released_writes_;  // of files released (registry_ held)
 };
 

@@ -133,6 +133,18 @@ std::string parse_prealloc(std::string_view v, const Variable& self, Config& con
   return parse_word(v, self, kWords, kValues, config.prealloc);
 }
 
+std::string parse_syscalls(std::string_view v, const Variable& self, Config& config) {
+  static constexpr const char* kWords[] = {"auto", "always", "off"};
+  static constexpr SyscallLayer kValues[] = {SyscallLayer::kAuto, SyscallLayer::kAlways, SyscallLayer::kOff};
+  return parse_word(v, self, kWords, kValues, config.syscalls);
+}
+
+std::string parse_io_uring(std::string_view v, const Variable& self, Config& config) {
+  static constexpr const char* kWords[] = {"refuse", "allow"};
+  static constexpr IoUring kValues[] = {IoUring::kRefuse, IoUring::kAllow};
+  return parse_word(v, self, kWords, kValues, config.io_uring);
+}
+
 std::string parse_format(std::string_view v, const Variable& self, Config& config) {
   static constexpr const char* kWords[] = {"text", "json"};
   static constexpr bool kValues[] = {false, true};
@@ -259,6 +271,20 @@ constexpr Variable kVariables[] = {
      .default_value = "defer",
      .help = "what enforce mode does with a call that only grows a guarded file",
      .parse = parse_prealloc},
+    {.name = "APPENDGUARD_SYSCALLS",
+     .kind = VariableKind::kSetting,
+     .accepted = "auto, always, off",
+     .default_value = "auto",
+     .help = "system calls made outside libc (raw syscall instructions): auto traps them while a guarded "
+             "file is open, always from start-up, off never (Syscall User Dispatch, Linux 5.11+)",
+     .parse = parse_syscalls},
+    {.name = "APPENDGUARD_IO_URING",
+     .kind = VariableKind::kSetting,
+     .accepted = "refuse, allow",
+     .default_value = "refuse",
+     .help = "a raw io_uring_setup or io_setup in a process that writes guarded files: refused with ENOSYS "
+             "(the program falls back to plain writes) or allowed (its writes are not seen); one line",
+     .parse = parse_io_uring},
     // After APPENDGUARD_LOG: unset, its default depends on the log (parse_config).
     {.name = "APPENDGUARD_SUMMARY",
      .kind = VariableKind::kSetting,

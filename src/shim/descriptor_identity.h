@@ -20,7 +20,7 @@ inline bool opens_a_tracked_file(int dirfd, const char* path, char* full_path) {
 }
 
 // A write open of a guarded file in a child that shares our memory (vfork, clone(CLONE_VM|CLONE_VFORK),
-// or a raw clone the system-call layer saw: runtime.h, raw_child_started_in_child): such a child cannot
+// a raw clone with CLONE_VM is refused by the system-call layer, syscall_dispatch.cpp): such a child cannot
 // have a table of its own, and ours is its parent's. True when this is such a child: the open is then left
 // exactly as asked (never rewritten into an append nobody tracks) and one line says so.
 bool open_in_child_sharing_memory(const char* function, const char* full_path);

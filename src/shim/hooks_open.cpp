@@ -5,6 +5,7 @@
 #include "shim/guard_open.h"
 #include "shim/held_sessions.h"
 #include "shim/hook.h"
+#include "shim/syscall_dispatch.h"
 #include "shim/unguarded_notice.h"
 
 using namespace appendguard;
@@ -118,4 +119,16 @@ APPENDGUARD_HOOK int creat(const char* path, mode_t mode) {
 APPENDGUARD_HOOK int creat64(const char* path, mode_t mode) {
   return open_hook("creat64", AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC,
                    [=](int f) { return real_open64(path, f, mode); });
+}
+
+// A raw openat2 trapped by the system call layer (syscall_dispatch.cpp): openat's decision, and the call
+// made with the program's open_how (its resolve flags kept) with the flags as decided.
+int appendguard::openat2_through_hook(int dirfd, const char* path, const open_how* how, size_t size) {
+  open_how asked = *how;  // the handler passes only a complete open_how
+  (void)size;
+  return open_hook("openat2", dirfd, path, static_cast<int>(asked.flags), [=](int f) {
+    open_how decided = asked;
+    decided.flags = static_cast<unsigned int>(f);
+    return static_cast<int>(syscall(SYS_openat2, dirfd, path, &decided, sizeof decided));
+  });
 }

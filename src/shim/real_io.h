@@ -3,12 +3,15 @@
 #pragma once
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -40,6 +43,14 @@ int __vdprintf_chk(int fd, int flag, const char* format, va_list args);
 
 namespace appendguard {
 
+// renameat2 is in libc since glibc 2.28; before, the system call (our hook and the raw-system-call layer
+// call it).
+inline int renameat2_by_syscall(int old_dirfd, const char* old_path, int new_dirfd, const char* new_path,
+                                unsigned int flags) noexcept(noexcept(::renameat2(0, nullptr, 0, nullptr,
+                                                                                  0))) {
+  return static_cast<int>(syscall(SYS_renameat2, old_dirfd, old_path, new_dirfd, new_path, flags));
+}
+
 // Where libc lacks a name we call ourselves (older glibc), the function that stands in for it.
 template <typename Fn>
 constexpr Fn* real_fallback(std::string_view name) {
@@ -47,6 +58,8 @@ constexpr Fn* real_fallback(std::string_view name) {
     if (name == "fstat") return compat::fstat_by_syscall;
   } else if constexpr (std::is_same_v<Fn, decltype(::fstat64)>) {
     if (name == "fstat64") return compat::fstat64_by_syscall;
+  } else if constexpr (std::is_same_v<Fn, decltype(renameat2_by_syscall)>) {
+    if (name == "renameat2") return renameat2_by_syscall;
   }
   return nullptr;
 }
@@ -77,6 +90,8 @@ using RealCallOf = typename RealCall<Fn>::type;
   inline constinit RealFunction<RealCallOf<decltype(::name)>> real_##name{ \
       #name, real_fallback<RealCallOf<decltype(::name)>>(#name),           \
       first_call<RealCallOf<decltype(::name)>, real_##name>()};
+
+static_assert(real_fallback<RealCallOf<decltype(::renameat2)>>("renameat2") != nullptr);
 
 // `real_NAME` for every row of interposed.def.
 #define INTERPOSED(name, kind, twin64, ret, params) APPENDGUARD_REAL_FUNCTION(name)

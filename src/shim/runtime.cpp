@@ -25,6 +25,7 @@
 #include "shim/mount_guard.h"
 #include "shim/path_scratch.h"
 #include "shim/real_io.h"
+#include "shim/syscall_dispatch.h"
 
 namespace appendguard {
 
@@ -48,21 +49,14 @@ void after_fork_parent() {
   g_files.after_fork_parent();
   note_child_started();
 }
-void after_fork_child_of(bool raw) {
-  if (raw) {
-    g_files.after_raw_fork_child();
-  } else {
-    g_files.after_fork_child();
-  }
+void after_fork_child() {
+  g_files.after_fork_child();
   forget_held_after_fork_child();
   reset_reporter_after_fork();
   g_summary.~SummaryCounters();  // the child's summary counts its own calls
   new (&g_summary) SummaryCounters();
   g_owner_pid.store(raw_getpid(), std::memory_order_relaxed);
-}
-
-void after_fork_child() {
-  after_fork_child_of(false);
+  arm_syscall_dispatch_in_this_thread();  // not inherited by a child
 }
 
 // Descriptors inherited across exec are not in our (new) table; guarded ones are taken in with what the
@@ -158,6 +152,7 @@ void initialize() {
   atexit(commit_held_at_exit);
   RuntimeState state = g_config->mode == Mode::kEnforce ? RuntimeState::kEnforce : RuntimeState::kAudit;
   g_runtime_state.store(static_cast<int>(state), std::memory_order_release);
+  start_syscall_dispatch(*g_config);
 }
 
 __attribute__((constructor)) void initialize_at_load() {
@@ -182,18 +177,14 @@ Mode current_mode_slow() {
   return current_mode();
 }
 
-void raw_child_started_in_parent(bool shares_memory) {
-  (void)shares_memory;  // either way the child holds our descriptions (a copy of the table, or the table)
-  if (current_mode() == Mode::kOff) return;
-  g_files.after_raw_fork_parent();
-  if (any_held_sessions()) note_child_started();
+void run_fork_prepare() {
+  before_fork();
 }
-
-void raw_child_started_in_child(bool shares_memory) {
-  // A child in our memory cannot have a table of its own: owns_file_table() is false there (its pid is not
-  // the owner's), so its opens are left as asked (decide_open) and its closes leave our table alone.
-  if (shares_memory || current_mode() == Mode::kOff) return;
-  after_fork_child_of(true);
+void run_fork_parent() {
+  after_fork_parent();
+}
+void run_fork_child() {
+  after_fork_child();
 }
 
 bool owns_file_table() {

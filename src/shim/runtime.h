@@ -59,19 +59,16 @@ inline Description* tracked_description(int fd) {
 // must not change the parent's file table when it closes or duplicates descriptors before exec.
 bool owns_file_table();
 
-// A child process started by a path the atfork handlers do not see: a raw fork, clone or clone3 system
-// call (the system-call layer calls these right after the call returned, on each side). `shares_memory`:
-// the child runs in our memory (CLONE_VM, as vfork and clone(CLONE_VM|CLONE_VFORK) do) and never owns the
-// file table: its write opens of guarded files are left exactly as asked, with one line
-// (open_in_child_sharing_memory, shim/descriptor_identity.h). A child with memory of its own takes the
-// table over, as after fork().
 // At start-up: the settings that decide which descriptors are guarded (APPENDGUARD_PATHS, APPENDGUARD_FS),
 // so that an exec under the same settings tells the new program that the descriptors it carries are all
 // the guarded ones (shim/hooks_exec.cpp).
 void remember_guarding_settings();
 
-void raw_child_started_in_parent(bool shares_memory);
-void raw_child_started_in_child(bool shares_memory);
+// The handlers registered with pthread_atfork, run around a fork made by a raw system call
+// (syscall_dispatch.cpp), which libc's fork handlers do not see.
+void run_fork_prepare();
+void run_fork_parent();
+void run_fork_child();
 
 // A notice said once per process: first_time() is true once in each process (a fork child says it
 // again, for its own log).

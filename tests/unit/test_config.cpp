@@ -142,6 +142,20 @@ TEST_CASE("reopen strategy") {
   CHECK(r.error == "appendguard: invalid APPENDGUARD_REOPEN='copy': accepted: auto, append, rewrite, hold");
 }
 
+TEST_CASE("the raw-system-call layer and io_uring") {
+  Config c = parse({{"APPENDGUARD", "1"}}).config;
+  CHECK(c.syscalls == SyscallLayer::kAuto);
+  CHECK(c.io_uring == IoUring::kRefuse);
+  CHECK(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_SYSCALLS", "off"}}).config.syscalls == SyscallLayer::kOff);
+  CHECK(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_SYSCALLS", "always"}}).config.syscalls ==
+        SyscallLayer::kAlways);
+  CHECK(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_IO_URING", "allow"}}).config.io_uring == IoUring::kAllow);
+  ConfigResult r = parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_SYSCALLS", "on"}});
+  CHECK(r.error == "appendguard: invalid APPENDGUARD_SYSCALLS='on': accepted: auto, always, off");
+  r = parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_IO_URING", "yes"}});
+  CHECK(r.error == "appendguard: invalid APPENDGUARD_IO_URING='yes': accepted: refuse, allow");
+}
+
 TEST_CASE("preallocation and whole-mount guarding") {
   Config c = parse({{"APPENDGUARD", "1"}}).config;
   CHECK(c.prealloc == Prealloc::kDefer);

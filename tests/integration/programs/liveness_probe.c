@@ -267,6 +267,16 @@ static void execs(void) {
   if (pid > 0) waitpid(pid, NULL, 0);
 }
 
+// The rename family on guarded names (traced, then performed): the file ends where it started.
+static void renames(void) {
+  char moved[sizeof path + 32];
+  snprintf(moved, sizeof moved, "%s.moved.safetensors", path);
+  rename(path, moved);
+  renameat(AT_FDCWD, moved, AT_FDCWD, path);
+  renameat2(AT_FDCWD, path, AT_FDCWD, moved, 0);
+  rename(moved, path);
+}
+
 static int call_vdprintf_chk(int fd, const char* format, ...) {
   va_list args;
   va_start(args, format);
@@ -340,6 +350,7 @@ int main(int argc, char** argv) {
   descriptors(fd);
   receives(fd);
   execs();
+  renames();
   streams(fd);
   close(source);
   dup2(fd, 170);

@@ -1,0 +1,68 @@
+// The pure decisions of the raw-system-call layer (shim/syscall_dispatch.h): which trapped system calls
+// go through a hook, how a raw clone is performed from a signal handler, and a trapped rt_sigprocmask
+// applied to the mask the handler returns to. No system calls here: unit-tested directly.
+#pragma once
+
+#include <cstdint>
+
+namespace appendguard {
+
+// What the handler does with a trapped system call (x86-64 numbers).
+enum class RawCall : uint8_t {
+  kPass,  // performed unchanged
+  kOpen,
+  kOpenat,
+  kOpenat2,
+  kCreat,
+  kWrite,
+  kPwrite64,
+  kWritev,
+  kPwritev,
+  kPwritev2,
+  kSendfile,
+  kCopyFileRange,
+  kSplice,
+  kLseek,
+  kFtruncate,
+  kTruncate,
+  kFallocate,
+  kClose,
+  kCloseRange,
+  kDup,
+  kDup2,
+  kDup3,
+  kFcntl,
+  kRename,
+  kRenameat,
+  kRenameat2,
+  kFork,   // fork, vfork
+  kClone,  // clone
+  kClone3,
+  kExecve,
+  kExecveat,
+  kIoUringSetup,  // io_uring_setup, io_setup (libaio)
+  kSigprocmask,   // rt_sigprocmask: applied to the mask the handler returns to
+  kSigaction,     // rt_sigaction: SIGSYS is the layer's (the program's action is kept for chaining)
+};
+
+// The table is indexed by system call number; numbers above it are passed.
+RawCall classify_raw_call(long number);
+
+// How a trapped clone/clone3 is performed from inside the SIGSYS handler, where the child returns into
+// the handler's frame: only a child with its own copy of memory can do that.
+enum class CloneWay : uint8_t {
+  kAsFork,       // no CLONE_VM: performed with no stack (the child resumes on the stack it asked for)
+  kVforkAsFork,  // CLONE_VM|CLONE_VFORK without a stack (a raw vfork): performed as a fork
+  kRefused,      // CLONE_VM with a stack of its own (a raw thread): ENOSYS, one line
+};
+CloneWay clone_way(uint64_t flags, uint64_t stack);
+// The flags a clone is performed with (CLONE_SETTLS is applied by the child itself, once off our TLS).
+uint64_t clone_flags_performed(uint64_t flags, CloneWay way);
+
+// rt_sigprocmask(how, set, old) applied to `mask` (the 64 signals of x86-64's kernel sigset): the new
+// mask, SIGSYS never blocked (a blocked SIGSYS from dispatch kills the process). False for a bad `how`.
+bool apply_sigprocmask(int how, const uint64_t* set, uint64_t& mask);
+// A mask the program asks for, without SIGSYS.
+uint64_t without_sigsys(uint64_t mask);
+
+}  // namespace appendguard

@@ -1,0 +1,60 @@
+// rename, renameat, renameat2: seen and traced when either name is guarded, then performed unchanged
+// (the libc calls here, and the raw system calls through the system call layer, syscall_dispatch.cpp).
+// Carrying a rename out on a store without rename is for later (docs/limits.md).
+#include <stdio.h>
+
+#include "shim/guarded_paths.h"
+#include "shim/hook.h"
+#include "shim/syscall_dispatch.h"
+#include "shim/trace.h"
+
+using namespace appendguard;
+
+namespace {
+
+// Out of line: only a traced process with a guarded name pays for the two path buffers.
+template <typename Real>
+[[gnu::noinline]] int rename_traced(const char* operation, int old_dirfd, const char* old_path, int new_dirfd,
+                                    const char* new_path, unsigned flags, Real&& real) {
+  char old_full[kMaxPath];
+  char new_full[kMaxPath];
+  bool old_guarded = guarded_path_at(old_dirfd, old_path, old_full);
+  bool new_guarded = guarded_path_at(new_dirfd, new_path, new_full);
+  int result = real();
+  if (old_guarded || new_guarded) {
+    keep_errno([&](int error) {
+      InternalScope internal;
+      trace(operation, -1, old_guarded ? old_full : old_path, result, error, "to %s flags=%#x%s",
+            new_guarded ? new_full : new_path, flags,
+            raw_system_call_in_progress() ? " (raw system call)" : "");
+    });
+  }
+  return result;
+}
+
+template <typename Real>
+[[gnu::always_inline]] inline int rename_hook(const char* operation, int old_dirfd, const char* old_path,
+                                              int new_dirfd, const char* new_path, unsigned flags,
+                                              Real&& real) {
+  if (__builtin_expect(current_mode() == Mode::kOff, 1) || InternalScope::active() || !tracing())
+    return real();
+  return rename_traced(operation, old_dirfd, old_path, new_dirfd, new_path, flags, real);
+}
+
+}  // namespace
+
+APPENDGUARD_HOOK int rename(const char* old_path, const char* new_path) {
+  return rename_hook("rename", AT_FDCWD, old_path, AT_FDCWD, new_path, 0,
+                     [&] { return real_rename(old_path, new_path); });
+}
+
+APPENDGUARD_HOOK int renameat(int old_dirfd, const char* old_path, int new_dirfd, const char* new_path) {
+  return rename_hook("renameat", old_dirfd, old_path, new_dirfd, new_path, 0,
+                     [&] { return real_renameat(old_dirfd, old_path, new_dirfd, new_path); });
+}
+
+APPENDGUARD_HOOK int renameat2(int old_dirfd, const char* old_path, int new_dirfd, const char* new_path,
+                               unsigned int flags) {
+  return rename_hook("renameat2", old_dirfd, old_path, new_dirfd, new_path, flags,
+                     [&] { return real_renameat2(old_dirfd, old_path, new_dirfd, new_path, flags); });
+}

@@ -1,0 +1,583 @@
+// The raw-system-call layer (syscall_dispatch.h). One global selector byte, pointed at by every armed
+// thread's prctl: ALLOW costs a libc call nothing it did not cost before (the kernel compares the
+// caller's address with libc's text and reads no byte for those), and a raw call one byte read in the
+// kernel; BLOCK sends every raw call to on_sigsys. APPENDGUARD_SYSCALLS=auto stores BLOCK while a guarded
+// file is open (FileTable::on_live_files_changed), always stores it at load.
+//
+// The handler runs on the thread that made the call, at a raw `syscall` instruction (never inside our own
+// hooks, which call libc), so it may call the hooks as the program's own signal handlers may. It keeps
+// errno, allocates nothing (the hooks allocate only what they do for the same libc call), is entered with
+// SA_NODEFER (a raw call made by a signal handler that interrupted it is trapped again, not fatal), and
+// performs the call itself through libc's syscall(), whose instruction is inside the allowed range.
+#include "shim/syscall_dispatch.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <gnu/libc-version.h>
+#include <link.h>
+#include <linux/sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/ucontext.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "core/syscall_dispatch_policy.h"
+#include "report/report.h"
+#include "shim/hook.h"
+#include "shim/trace.h"
+
+#ifndef PR_SET_SYSCALL_USER_DISPATCH
+#define PR_SET_SYSCALL_USER_DISPATCH 59
+#define PR_SYS_DISPATCH_OFF 0
+#define PR_SYS_DISPATCH_ON 1
+#endif
+#ifndef SYSCALL_DISPATCH_FILTER_ALLOW
+#define SYSCALL_DISPATCH_FILTER_ALLOW 0
+#define SYSCALL_DISPATCH_FILTER_BLOCK 1
+#endif
+#ifndef SYS_USER_DISPATCH
+#define SYS_USER_DISPATCH 2
+#endif
+
+#if !defined(__x86_64__)
+#error "the system call layer reads x86-64 registers"
+#endif
+
+namespace appendguard {
+namespace {
+
+// The selector every armed thread's prctl points at (one byte for the whole process).
+constinit char g_selector = SYSCALL_DISPATCH_FILTER_ALLOW;
+// libc's executable segment: calls from there are never trapped.
+constinit uintptr_t g_libc_text = 0;
+constinit size_t g_libc_text_size = 0;
+
+enum class LayerState : int { kNotStarted, kArmed, kUnavailable };
+constinit std::atomic<int> g_state{static_cast<int>(LayerState::kNotStarted)};
+constinit int g_unavailable_error = 0;  // what prctl (or the lookup of libc) failed with
+constinit const char* g_unavailable_why = "";
+constinit bool g_say_unavailable = true;  // not under Valgrind or a sanitizer: tools of our own tests
+constinit bool g_always = false;
+constinit bool g_refuse_io_uring = true;
+// APPENDGUARD_SYSCALLS is not off: libc's syscall() takes the hooks (armed or not).
+constinit std::atomic<bool> g_syscall_function_hooked{false};
+
+// The program's own SIGSYS action, and whether the layer holds SIGSYS (then sigaction/signal keep it).
+constinit struct sigaction g_program_action = {};
+constinit std::atomic<bool> g_holds_sigsys{false};
+
+__attribute__((tls_model("initial-exec"))) constinit thread_local int t_raw_calls_in_progress = 0;
+
+void set_selector(char value) {
+  __atomic_store_n(&g_selector, value, __ATOMIC_RELEASE);
+}
+
+bool armed() {
+  return g_state.load(std::memory_order_acquire) == static_cast<int>(LayerState::kArmed);
+}
+
+// The first PT_LOAD segment with execute permission of the object at `base`.
+struct TextSearch {
+  uintptr_t base;
+  uintptr_t start;
+  size_t size;
+};
+
+int find_text(dl_phdr_info* info, size_t, void* data) {
+  auto* search = static_cast<TextSearch*>(data);
+  if (info->dlpi_addr != search->base) return 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
+      search->start = info->dlpi_addr + ph.p_vaddr;
+      search->size = ph.p_memsz;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+bool find_libc_text() {
+  Dl_info info;
+  // syscall() is libc's own (ours is its hook): the object that defines the real one is libc.
+  if (!dladdr(reinterpret_cast<void*>(real_syscall.get()), &info) || !info.dli_fbase) return false;
+  TextSearch search{reinterpret_cast<uintptr_t>(info.dli_fbase), 0, 0};
+  dl_iterate_phdr(find_text, &search);
+  g_libc_text = search.start;
+  g_libc_text_size = search.size;
+  return search.size != 0;
+}
+
+int arm_thread() {
+  if (prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, g_libc_text, g_libc_text_size, &g_selector) !=
+      0)
+    return errno;
+  return 0;
+}
+
+// ---- Notices: one line each, once per process ----
+
+void notice_once(OncePerProcess& once, const char* text) {
+  if (!once.first_time()) return;
+  int error = errno;
+  InternalScope internal;
+  report_notice(text);
+  errno = error;
+}
+
+constinit OncePerProcess g_told_unavailable;
+
+// When the first guarded file is opened: the selector follows (auto), or the layer says it is missing.
+void on_live_files_changed(bool any) {
+  if (armed()) {
+    if (!g_always) set_selector(any ? SYSCALL_DISPATCH_FILTER_BLOCK : SYSCALL_DISPATCH_FILTER_ALLOW);
+    return;
+  }
+  if (!any || !g_say_unavailable ||
+      g_state.load(std::memory_order_acquire) != static_cast<int>(LayerState::kUnavailable))
+    return;
+  char line[400];
+  std::snprintf(
+      line, sizeof line,
+      "system calls made outside libc (raw syscall instructions: Rust's rustix, io_uring, Go) are not "
+      "guarded in this process: %s%s%s; calls through libc are",
+      g_unavailable_why, g_unavailable_error ? ": " : "",
+      g_unavailable_error ? errno_name(g_unavailable_error) : "");
+  notice_once(g_told_unavailable, line);
+}
+
+// ---- Performing a trapped call ----
+
+struct Registers {
+  long number;
+  long a0, a1, a2, a3, a4, a5;
+};
+
+// A hook's result as the kernel returns it: -errno for a failure.
+long kernel_result(long result) {
+  return result == -1 ? -errno : result;
+}
+
+long perform_unchanged(const Registers& r) {
+  return kernel_result(real_syscall(r.number, r.a0, r.a1, r.a2, r.a3, r.a4, r.a5));
+}
+
+constinit OncePerProcess g_told_thread;
+constinit OncePerProcess g_told_io_uring;
+
+long refuse_raw_thread() {
+  notice_once(g_told_thread,
+              "a raw clone of a thread (CLONE_VM with a stack, not through pthread_create) was refused with "
+              "ENOSYS while guarded files are open: set APPENDGUARD_SYSCALLS=off to let it run unguarded");
+  return -ENOSYS;
+}
+
+// fork, vfork (as a fork), clone and clone3 of a child with its own memory, around the same handlers as
+// libc's fork. The child returns here, in its copy of our frame; it then resumes on the stack it asked for.
+template <typename Perform>
+long perform_fork(ucontext_t* uc, uint64_t stack_top, uint64_t tls, bool sets_tls, Perform&& perform) {
+  run_fork_prepare();
+  long result = perform();
+  if (result != 0) {
+    int error = errno;
+    run_fork_parent();
+    errno = error;
+    return kernel_result(result);
+  }
+  run_fork_child();  // re-arms this thread (runtime.cpp)
+  if (stack_top && uc) uc->uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(stack_top);
+  if (sets_tls) real_syscall(SYS_arch_prctl, 0x1002 /* ARCH_SET_FS */, tls);  // no TLS of ours after this
+  return 0;
+}
+
+long perform_clone(const Registers& r, ucontext_t* uc) {
+  uint64_t flags = static_cast<uint64_t>(r.a0);
+  uint64_t stack = static_cast<uint64_t>(r.a1);
+  CloneWay way = clone_way(flags, stack);
+  if (way == CloneWay::kRefused) return refuse_raw_thread();
+  uint64_t performed = clone_flags_performed(flags, way);
+  // x86-64 clone: flags, stack, parent_tid, child_tid, tls.
+  return perform_fork(uc, stack, static_cast<uint64_t>(r.a4), flags & CLONE_SETTLS,
+                      [&] { return real_syscall(SYS_clone, performed, 0L, r.a2, r.a3, 0L); });
+}
+
+long perform_clone3(const Registers& r, ucontext_t* uc) {
+  clone_args args{};
+  size_t size = static_cast<size_t>(r.a1);
+  if (size < CLONE_ARGS_SIZE_VER0 || size > sizeof args) return perform_unchanged(r);  // the kernel says
+  memcpy(&args, reinterpret_cast<const void*>(r.a0), size);
+  CloneWay way = clone_way(args.flags, args.stack);
+  if (way == CloneWay::kRefused) return refuse_raw_thread();
+  uint64_t stack_top = args.stack ? args.stack + args.stack_size : 0;
+  uint64_t tls = args.tls;
+  bool sets_tls = args.flags & CLONE_SETTLS;
+  args.flags = clone_flags_performed(args.flags, way);
+  args.stack = 0;
+  args.stack_size = 0;
+  args.tls = 0;
+  return perform_fork(uc, stack_top, tls, sets_tls, [&] { return real_syscall(SYS_clone3, &args, size); });
+}
+
+long perform_io_uring_setup(const Registers& r) {
+  bool writes_guarded_files = g_files.any_tracked();
+  if (g_refuse_io_uring && writes_guarded_files) {
+    notice_once(g_told_io_uring, r.number == SYS_io_setup
+                                     ? "io_setup (Linux AIO) refused with ENOSYS in a process that writes "
+                                       "guarded files: its writes would not be seen (APPENDGUARD_IO_URING)"
+                                     : "io_uring_setup refused with ENOSYS in a process that writes guarded "
+                                       "files: its writes would not be seen; liburing users fall back to "
+                                       "plain writes (APPENDGUARD_IO_URING)");
+    return -ENOSYS;
+  }
+  long result = perform_unchanged(r);
+  if (result >= 0 && writes_guarded_files)
+    notice_once(g_told_io_uring,
+                "an io_uring or Linux AIO context was set up in a process that writes "
+                "guarded files: writes submitted through it are not seen "
+                "(APPENDGUARD_IO_URING=allow)");
+  return result;
+}
+
+// rt_sigprocmask: the handler returns to the mask in its frame, so a trapped call is applied there.
+long perform_sigprocmask(const Registers& r, ucontext_t* uc) {
+  if (r.a3 != sizeof(uint64_t)) return -EINVAL;
+  uint64_t mask;
+  memcpy(&mask, &uc->uc_sigmask, sizeof mask);
+  uint64_t before = mask;
+  if (!apply_sigprocmask(static_cast<int>(r.a0), reinterpret_cast<const uint64_t*>(r.a1), mask))
+    return -EINVAL;
+  if (r.a2) memcpy(reinterpret_cast<void*>(r.a2), &before, sizeof before);
+  memcpy(&uc->uc_sigmask, &mask, sizeof mask);
+  return 0;
+}
+
+// The kernel's struct sigaction on x86-64.
+struct KernelSigaction {
+  void* handler;
+  unsigned long flags;
+  void* restorer;
+  uint64_t mask;
+};
+
+long perform_sigaction(const Registers& r) {
+  if (r.a0 != SIGSYS || r.a3 != sizeof(uint64_t) || !g_holds_sigsys.load(std::memory_order_acquire))
+    return perform_unchanged(r);
+  const auto* asked = reinterpret_cast<const KernelSigaction*>(r.a1);
+  auto* old = reinterpret_cast<KernelSigaction*>(r.a2);
+  KernelSigaction before{reinterpret_cast<void*>(g_program_action.sa_handler),
+                         static_cast<unsigned long>(g_program_action.sa_flags),
+                         reinterpret_cast<void*>(g_program_action.sa_restorer), 0};
+  memcpy(&before.mask, &g_program_action.sa_mask, sizeof before.mask);
+  if (asked) {
+    struct sigaction program = {};
+    program.sa_handler = reinterpret_cast<void (*)(int)>(asked->handler);
+    program.sa_flags = static_cast<int>(asked->flags);
+    memcpy(&program.sa_mask, &asked->mask, sizeof asked->mask);
+    g_program_action = program;
+  }
+  if (old) *old = before;
+  return 0;
+}
+
+long perform(const Registers& r, ucontext_t* uc) {
+  const long* a = &r.a0;
+  auto ptr = [&](int i) { return reinterpret_cast<void*>(a[i]); };
+  auto str = [&](int i) { return reinterpret_cast<const char*>(a[i]); };
+  auto iov = [&](int i) { return reinterpret_cast<const iovec*>(a[i]); };
+  auto off = [&](int i) { return reinterpret_cast<off64_t*>(a[i]); };
+  auto fd = [&](int i) { return static_cast<int>(a[i]); };
+  switch (classify_raw_call(r.number)) {
+    case RawCall::kPass:
+      return perform_unchanged(r);
+    case RawCall::kOpen:
+      return kernel_result(::open(str(0), fd(1), static_cast<mode_t>(a[2])));
+    case RawCall::kOpenat:
+      return kernel_result(::openat(fd(0), str(1), fd(2), static_cast<mode_t>(a[3])));
+    case RawCall::kOpenat2:
+      if (static_cast<size_t>(a[3]) != sizeof(open_how)) return perform_unchanged(r);
+      return kernel_result(
+          openat2_through_hook(fd(0), str(1), static_cast<const open_how*>(ptr(2)), sizeof(open_how)));
+    case RawCall::kCreat:
+      return kernel_result(::creat(str(0), static_cast<mode_t>(a[1])));
+    case RawCall::kWrite:
+      return kernel_result(::write(fd(0), ptr(1), static_cast<size_t>(a[2])));
+    case RawCall::kPwrite64:
+      return kernel_result(::pwrite64(fd(0), ptr(1), static_cast<size_t>(a[2]), a[3]));
+    case RawCall::kWritev:
+      return kernel_result(::writev(fd(0), iov(1), fd(2)));
+    case RawCall::kPwritev:  // x86-64: the whole offset in pos_l
+      return kernel_result(::pwritev64(fd(0), iov(1), fd(2), a[3]));
+    case RawCall::kPwritev2:  // fd, iov, count, pos_l, pos_h, flags
+      return kernel_result(::pwritev64v2(fd(0), iov(1), fd(2), a[3], fd(5)));
+    case RawCall::kSendfile:
+      return kernel_result(::sendfile64(fd(0), fd(1), off(2), static_cast<size_t>(a[3])));
+    case RawCall::kCopyFileRange:
+      return kernel_result(::copy_file_range(fd(0), off(1), fd(2), off(3), static_cast<size_t>(a[4]),
+                                             static_cast<unsigned>(a[5])));
+    case RawCall::kSplice:
+      return kernel_result(
+          ::splice(fd(0), off(1), fd(2), off(3), static_cast<size_t>(a[4]), static_cast<unsigned>(a[5])));
+    case RawCall::kLseek:
+      return kernel_result(::lseek64(fd(0), a[1], fd(2)));
+    case RawCall::kFtruncate:
+      return kernel_result(::ftruncate64(fd(0), a[1]));
+    case RawCall::kTruncate:
+      return kernel_result(::truncate64(str(0), a[1]));
+    case RawCall::kFallocate:
+      return kernel_result(::fallocate64(fd(0), fd(1), a[2], a[3]));
+    case RawCall::kClose:
+      return kernel_result(::close(fd(0)));
+    case RawCall::kCloseRange:
+      return kernel_result(::close_range(static_cast<unsigned>(a[0]), static_cast<unsigned>(a[1]), fd(2)));
+    case RawCall::kDup:
+      return kernel_result(::dup(fd(0)));
+    case RawCall::kDup2:
+      return kernel_result(::dup2(fd(0), fd(1)));
+    case RawCall::kDup3:
+      return kernel_result(::dup3(fd(0), fd(1), fd(2)));
+    case RawCall::kFcntl:
+      return kernel_result(::fcntl(fd(0), fd(1), ptr(2)));
+    case RawCall::kRename:
+      return kernel_result(::rename(str(0), str(1)));
+    case RawCall::kRenameat:
+      return kernel_result(::renameat(fd(0), str(1), fd(2), str(3)));
+    case RawCall::kRenameat2:
+      return kernel_result(::renameat2(fd(0), str(1), fd(2), str(3), static_cast<unsigned>(a[4])));
+    case RawCall::kFork:
+      return perform_fork(uc, 0, 0, false, [] { return real_syscall(SYS_fork); });
+    case RawCall::kClone:
+      return perform_clone(r, uc);
+    case RawCall::kClone3:
+      return perform_clone3(r, uc);
+    case RawCall::kExecve:
+      return kernel_result(
+          ::execve(str(0), static_cast<char* const*>(ptr(1)), static_cast<char* const*>(ptr(2))));
+    case RawCall::kExecveat:
+      return kernel_result(::execveat(fd(0), str(1), static_cast<char* const*>(ptr(2)),
+                                      static_cast<char* const*>(ptr(3)), fd(4)));
+    case RawCall::kIoUringSetup:
+      return perform_io_uring_setup(r);
+    case RawCall::kSigprocmask:
+      return perform_sigprocmask(r, uc);
+    case RawCall::kSigaction:
+      return perform_sigaction(r);
+  }
+  return perform_unchanged(r);
+}
+
+// A SIGSYS that dispatch did not send (seccomp's SECCOMP_RET_TRAP, kill): the program's own action.
+void chain(int sig, siginfo_t* info, void* context) {
+  struct sigaction program = g_program_action;
+  if (program.sa_flags & SA_SIGINFO) {
+    if (program.sa_sigaction) program.sa_sigaction(sig, info, context);
+    return;
+  }
+  if (program.sa_handler == SIG_IGN) return;
+  if (program.sa_handler == SIG_DFL) {  // the default: the process ends with SIGSYS, as it would have
+    struct sigaction default_action = {};
+    default_action.sa_handler = SIG_DFL;
+    real_sigaction(SIGSYS, &default_action, nullptr);
+    real_syscall(SYS_tgkill, real_syscall(SYS_getpid), real_syscall(SYS_gettid), SIGSYS);
+    return;
+  }
+  program.sa_handler(sig);
+}
+
+void on_sigsys(int sig, siginfo_t* info, void* context) {
+  if (__builtin_expect(info->si_code != SYS_USER_DISPATCH, 0)) return chain(sig, info, context);
+  const int saved_errno = errno;
+  auto* uc = static_cast<ucontext_t*>(context);
+  greg_t* g = uc->uc_mcontext.gregs;
+  Registers r{info->si_syscall, g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]};
+  long result;
+  if (__builtin_expect(classify_raw_call(r.number) == RawCall::kPass, 1)) {
+    result = perform_unchanged(r);
+  } else {
+    ++t_raw_calls_in_progress;
+    result = perform(r, uc);
+    --t_raw_calls_in_progress;
+  }
+  g[REG_RAX] = result;
+  errno = saved_errno;
+}
+
+void unavailable(const char* why, int error) {
+  g_unavailable_why = why;
+  g_unavailable_error = error;
+  g_state.store(static_cast<int>(LayerState::kUnavailable), std::memory_order_release);
+}
+
+}  // namespace
+
+void start_syscall_dispatch(const Config& config) {
+  if (config.syscalls == SyscallLayer::kOff) return;
+  g_syscall_function_hooked.store(true, std::memory_order_release);
+  g_always = config.syscalls == SyscallLayer::kAlways;
+  g_refuse_io_uring = config.io_uring == IoUring::kRefuse;
+  g_files.on_live_files_changed(on_live_files_changed);
+  // Valgrind runs the program from its own code cache and makes every system call from its own text:
+  // the kernel would trap them all, and Valgrind does not take SIGSYS for its own calls.
+  const char* preload = getenv("LD_PRELOAD");
+  if (preload && strstr(preload, "vgpreload")) {
+    g_say_unavailable = false;
+    return unavailable("running under Valgrind", 0);
+  }
+  // The sanitizers' runtimes make their own system calls (inline instructions) from inside their
+  // allocators and signal handling: each would be trapped there.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  constexpr bool kSanitized = true;
+#else
+  constexpr bool kSanitized = false;
+#endif
+  if (kSanitized || dlsym(RTLD_DEFAULT, "__asan_init") || dlsym(RTLD_DEFAULT, "__tsan_init") ||
+      dlsym(RTLD_DEFAULT, "__msan_init")) {
+    g_say_unavailable = false;
+    return unavailable("a sanitizer runtime is loaded (it makes its own system calls)", 0);
+  }
+  // Before glibc 2.34 libpthread is a library of its own, whose system calls (futex in every contended
+  // lock) are outside libc's text: each would be trapped.
+  unsigned major = 0, minor = 0;
+  if (std::sscanf(gnu_get_libc_version(), "%u.%u", &major, &minor) != 2 || major < 2 ||
+      (major == 2 && minor < 34))
+    return unavailable("glibc before 2.34 (libpthread's own system calls would all be trapped)", 0);
+  if (!find_libc_text()) return unavailable("libc's text was not found", 0);
+  // Armed first with ALLOW, to learn whether the kernel allows it before taking SIGSYS.
+  if (int error = arm_thread()) {
+    return unavailable(error == EINVAL ? "the kernel has no Syscall User Dispatch (Linux 5.11+)"
+                                       : "prctl(PR_SET_SYSCALL_USER_DISPATCH) was refused",
+                       error);
+  }
+  struct sigaction ours = {};
+  ours.sa_sigaction = on_sigsys;
+  ours.sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESTART;
+  sigemptyset(&ours.sa_mask);
+  if (real_sigaction(SIGSYS, &ours, &g_program_action) != 0) {
+    int error = errno;
+    prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_OFF, 0, 0, 0);
+    return unavailable("SIGSYS could not be handled", error);
+  }
+  g_holds_sigsys.store(true, std::memory_order_release);
+  // Unblocked in this thread: a blocked SIGSYS from dispatch would end the process.
+  sigset_t sigsys;
+  sigemptyset(&sigsys);
+  sigaddset(&sigsys, SIGSYS);
+  real_pthread_sigmask(SIG_UNBLOCK, &sigsys, nullptr);
+  g_state.store(static_cast<int>(LayerState::kArmed), std::memory_order_release);
+  if (g_always || g_files.any_tracked()) set_selector(SYSCALL_DISPATCH_FILTER_BLOCK);
+}
+
+void arm_syscall_dispatch_in_this_thread() {
+  if (armed()) arm_thread();
+}
+
+bool syscall_dispatch_armed() {
+  return armed();
+}
+
+bool raw_system_call_in_progress() {
+  return t_raw_calls_in_progress > 0;
+}
+
+bool program_sigsys_action(const struct sigaction* action, struct sigaction* old) {
+  if (!g_holds_sigsys.load(std::memory_order_acquire)) return false;
+  if (old) *old = g_program_action;
+  if (action) g_program_action = *action;
+  return true;
+}
+
+}  // namespace appendguard
+
+using namespace appendguard;
+
+// ---- Hooks: libc's syscall(); threads are armed as they start; SIGSYS stays the layer's ----
+
+// libc's syscall(): its instruction is in libc's text, so never trapped; a call of interest goes the
+// handler's way (without a signal frame: a fork-like clone with a stack of its own, rt_sigprocmask and
+// rt_sigaction are performed unchanged). Its variadic arguments are read as the six integer registers
+// they travel in on x86-64 (as the open hooks read their mode). Our own calls of syscall() pass through.
+APPENDGUARD_HOOK long syscall_hook(long number, long a0, long a1, long a2, long a3, long a4,
+                                   long a5) __asm__("syscall");
+long syscall_hook(long number, long a0, long a1, long a2, long a3, long a4, long a5) {
+  RawCall call = classify_raw_call(number);
+  if (__builtin_expect(call == RawCall::kPass, 1) ||
+      !g_syscall_function_hooked.load(std::memory_order_acquire) || InternalScope::active() ||
+      t_raw_calls_in_progress > 0 || call == RawCall::kSigprocmask || call == RawCall::kSigaction ||
+      (call == RawCall::kClone && a1 != 0) || call == RawCall::kClone3)
+    return real_syscall(number, a0, a1, a2, a3, a4, a5);
+  Registers r{number, a0, a1, a2, a3, a4, a5};
+  ++t_raw_calls_in_progress;
+  long result = perform(r, nullptr);
+  --t_raw_calls_in_progress;
+  if (result < 0 && result > -4096) {
+    errno = static_cast<int>(-result);
+    return -1;
+  }
+  return result;
+}
+
+namespace {
+
+struct ThreadStart {
+  void* (*routine)(void*);
+  void* argument;
+};
+
+void* start_armed(void* data) {
+  ThreadStart start = *static_cast<ThreadStart*>(data);
+  free(data);
+  arm_syscall_dispatch_in_this_thread();
+  return start.routine(start.argument);
+}
+
+}  // namespace
+
+APPENDGUARD_HOOK int pthread_create(pthread_t* thread, const pthread_attr_t* attributes,
+                                    void* (*routine)(void*), void* argument) {
+  if (__builtin_expect(!armed(), 1)) return real_pthread_create(thread, attributes, routine, argument);
+  auto* start = static_cast<ThreadStart*>(malloc(sizeof(ThreadStart)));
+  if (!start) return real_pthread_create(thread, attributes, routine, argument);
+  *start = {routine, argument};
+  int result = real_pthread_create(thread, attributes, start_armed, start);
+  if (result != 0) free(start);
+  return result;
+}
+
+APPENDGUARD_HOOK int sigaction(int sig, const struct sigaction* action, struct sigaction* old) {
+  if (sig == SIGSYS && program_sigsys_action(action, old)) return 0;
+  return real_sigaction(sig, action, old);
+}
+
+APPENDGUARD_HOOK __sighandler_t signal(int sig, __sighandler_t handler) {
+  if (sig == SIGSYS) {
+    struct sigaction action = {};
+    action.sa_handler = handler;
+    action.sa_flags = SA_RESTART;  // glibc's signal(): BSD semantics
+    struct sigaction old = {};
+    if (program_sigsys_action(&action, &old)) return old.sa_handler;
+  }
+  return real_signal(sig, handler);
+}
+
+// A thread that blocks every signal (sigfillset, common in worker threads) keeps SIGSYS: dispatch's SIGSYS
+// cannot wait, and the kernel would end the process.
+APPENDGUARD_HOOK int pthread_sigmask(int how, const sigset_t* set, sigset_t* old) {
+  if (__builtin_expect(!armed(), 1) || !set || how == SIG_UNBLOCK || !sigismember(set, SIGSYS))
+    return real_pthread_sigmask(how, set, old);
+  sigset_t kept = *set;
+  sigdelset(&kept, SIGSYS);
+  return real_pthread_sigmask(how, &kept, old);
+}
+
+APPENDGUARD_HOOK int sigprocmask(int how, const sigset_t* set, sigset_t* old) {
+  if (__builtin_expect(!armed(), 1) || !set || how == SIG_UNBLOCK || !sigismember(set, SIGSYS))
+    return real_sigprocmask(how, set, old);
+  sigset_t kept = *set;
+  sigdelset(&kept, SIGSYS);
+  return real_sigprocmask(how, &kept, old);
+}

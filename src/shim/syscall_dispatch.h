@@ -1,0 +1,32 @@
+// The raw-system-call layer: Syscall User Dispatch (Linux 5.11+) sends SIGSYS for every system call
+// made outside libc's text while one global selector byte says BLOCK; the handler sends each trapped call
+// through the hook of its libc twin (the same decisions), and performs every other one unchanged.
+// docs/design.md, "System calls made outside libc".
+#pragma once
+
+#include <linux/openat2.h>
+#include <signal.h>
+#include <stddef.h>
+
+#include "core/config.h"
+
+namespace appendguard {
+
+// At load, once the configuration is read (runtime.cpp): installs the SIGSYS handler and arms the
+// calling thread, unless APPENDGUARD_SYSCALLS=off or the kernel refuses.
+void start_syscall_dispatch(const Config& config);
+// A thread we saw created (pthread_create) and a fork child's thread: armed like the first.
+void arm_syscall_dispatch_in_this_thread();
+// Whether the layer is armed in this process, and else why not (for notices and the doctor).
+bool syscall_dispatch_armed();
+// True on this thread while the handler performs a trapped call (trace lines say "raw system call").
+bool raw_system_call_in_progress();
+
+// The SIGSYS action the program set while the layer holds SIGSYS: kept, and chained to for every SIGSYS
+// that dispatch did not send. False when the layer does not hold SIGSYS (the caller does the real call).
+bool program_sigsys_action(const struct sigaction* action, struct sigaction* old);
+
+// A raw openat2 (hooks_open.cpp): openat's decision, performed with the program's open_how.
+int openat2_through_hook(int dirfd, const char* path, const open_how* how, size_t size);
+
+}  // namespace appendguard

@@ -1,0 +1,237 @@
+// System calls made without libc (a `syscall` instruction of this program), for test_raw_syscalls.py.
+// Usage: raw_syscalls CASE DIR. Each case prints key=value lines: a raw call's result is the kernel's
+// (a negative errno for a failure). Every case first opens DIR/witness.safetensors through libc, so that
+// the process has a guarded file open (APPENDGUARD_SYSCALLS=auto traps raw calls only then).
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/sched.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static long raw6(long n, long a, long b, long c, long d, long e, long f) {
+  register long r10 __asm__("r10") = d;
+  register long r8 __asm__("r8") = e;
+  register long r9 __asm__("r9") = f;
+  long ret;
+  __asm__ volatile("syscall"
+                   : "=a"(ret)
+                   : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+                   : "rcx", "r11", "memory");
+  return ret;
+}
+#define RAW(n, ...) raw_args(n, __VA_ARGS__, 0, 0, 0, 0, 0, 0)
+#define raw_args(n, a, b, c, d, e, f, ...) \
+  raw6(n, (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), (long)(f))
+
+static const char* dir;
+static char path_buffers[2][4096];
+static int next_buffer;
+
+static const char* in_dir(const char* name) {
+  char* path = path_buffers[next_buffer++ % 2];
+  snprintf(path, sizeof path_buffers[0], "%s/%s", dir, name);
+  return path;
+}
+
+// A guarded file with 4 bytes, through libc: the process now writes guarded files.
+static int witness(void) {
+  int fd = open(in_dir("witness.safetensors"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0 || write(fd, "abcd", 4) != 4) {
+    perror("witness");
+    exit(3);
+  }
+  return fd;
+}
+
+// An existing guarded file with 4 bytes, closed.
+static void existing(const char* name) {
+  int fd = open(in_dir(name), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0 || write(fd, "wxyz", 4) != 4 || close(fd) != 0) {
+    perror("existing");
+    exit(3);
+  }
+}
+
+// A raw open of an existing guarded file for reading and writing, then a raw write at 0 and a raw write at
+// the position: refused and appended when the layer guards them.
+static int open_and_write(const char* tag) {
+  existing("existing.safetensors");
+  long fd = RAW(SYS_openat, AT_FDCWD, in_dir("existing.safetensors"), O_RDWR);
+  printf("%s_openat=%s\n", tag, fd >= 0 ? "ok" : "failed");
+  if (fd < 0) return 1;
+  long at_zero = RAW(SYS_pwrite64, fd, "0000", 4, 0);
+  long at_position = RAW(SYS_write, fd, "5555", 4);
+  long end = RAW(SYS_lseek, fd, 0, SEEK_END);
+  long at_end = RAW(SYS_write, fd, "6666", 4);
+  printf("%s_pwrite64_at_0=%ld\n%s_write_at_0=%ld\n%s_lseek_end=%ld\n%s_write_at_end=%ld\n", tag, at_zero,
+         tag, at_position, tag, end, tag, at_end);
+  RAW(SYS_close, fd);
+  return at_zero == -EOPNOTSUPP ? 0 : 1;
+}
+
+static void* thread_writes(void* fd) {
+  long result = RAW(SYS_pwrite64, (long)(intptr_t)fd, "0000", 4, 0);
+  return (void*)(intptr_t)result;
+}
+
+static volatile sig_atomic_t own_sigsys = 0;
+static void own_handler(int sig, siginfo_t* info, void* context) {
+  (void)sig;
+  (void)context;
+  own_sigsys = info->si_code == SI_TKILL || info->si_code == SI_USER ? own_sigsys + 1 : -100;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 3) return 2;
+  const char* which = argv[1];
+  dir = argv[2];
+  setvbuf(stdout, NULL, _IONBF, 0);
+  if (!strcmp(which, "pwrite")) {
+    int fd = witness();
+    printf("pwrite64_at_0=%ld\n", RAW(SYS_pwrite64, fd, "0000", 4, 0));
+    printf("pwrite64_at_end=%ld\n", RAW(SYS_pwrite64, fd, "efgh", 4, 4));
+    return 0;
+  }
+  if (!strcmp(which, "seccomp_exec")) {  // a seccomp policy refusing the layer's prctl, then CASE argv[3]
+    struct sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_prctl, 0, 3),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 59 /* PR_SET_SYSCALL_USER_DISPATCH */, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog program = {sizeof filter / sizeof filter[0], filter};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0) {
+      perror("seccomp");
+      return 3;
+    }
+    char* args[] = {argv[0], argc > 3 ? argv[3] : "pwrite", (char*)dir, NULL};
+    execv(argv[0], args);
+    return 3;
+  }
+  if (!strcmp(which, "nothing")) return 0;  // opens no guarded file
+  if (!strcmp(which, "libc_syscall")) {     // libc's syscall() function, not an instruction of ours
+    int fd = witness();
+    long result = syscall(SYS_pwrite64, fd, "0000", 4, 0);
+    printf("syscall_pwrite64_at_0=%ld errno=%d\n", result, result < 0 ? errno : 0);
+    printf("syscall_getppid_ok=%d\n", syscall(SYS_getppid) == getppid());
+    return 0;
+  }
+  if (!strcmp(which, "openat")) {
+    witness();
+    open_and_write("raw");
+    return 0;
+  }
+  if (!strcmp(which, "cold_openat")) {  // no guarded file open before
+    open_and_write("raw");
+    return 0;
+  }
+  if (!strcmp(which, "rename")) {
+    witness();
+    existing("model.safetensors.tmp");
+    printf("renameat=%ld\n", RAW(SYS_renameat, AT_FDCWD, in_dir("model.safetensors.tmp"), AT_FDCWD,
+                                 in_dir("model.safetensors")));
+    return 0;
+  }
+  if (!strcmp(which, "clone3") || !strcmp(which, "fork") || !strcmp(which, "libc_fork") ||
+      !strcmp(which, "clone")) {
+    witness();
+    long pid;
+    if (!strcmp(which, "clone3")) {
+      struct clone_args args;
+      memset(&args, 0, sizeof args);
+      args.exit_signal = SIGCHLD;
+      pid = RAW(SYS_clone3, &args, sizeof args);
+    } else if (!strcmp(which, "clone")) {
+      pid = RAW(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+    } else if (!strcmp(which, "fork")) {
+      pid = RAW(SYS_fork, 0);
+    } else {
+      pid = fork();
+    }
+    if (pid == 0) _exit(open_and_write("child"));
+    if (pid < 0) {
+      printf("%s=%ld\n", which, pid);
+      return 1;
+    }
+    int status = 0;
+    waitpid((pid_t)pid, &status, 0);
+    printf("child_status=%d\n", WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    return 0;
+  }
+  if (!strcmp(which, "io_uring")) {
+    witness();
+    unsigned char params[120];
+    memset(params, 0, sizeof params);
+    long ring = RAW(SYS_io_uring_setup, 8, params);
+    printf("io_uring_setup=%ld\n", ring < 0 ? ring : 0L);
+    return 0;
+  }
+  if (!strcmp(which, "thread")) {
+    int fd = witness();
+    pthread_t thread;
+    void* result = NULL;
+    if (pthread_create(&thread, NULL, thread_writes, (void*)(intptr_t)fd) != 0) return 3;
+    pthread_join(thread, &result);
+    printf("thread_pwrite64_at_0=%ld\n", (long)(intptr_t)result);
+    return 0;
+  }
+  if (!strcmp(which, "exec")) {
+    char* args[] = {argv[0], "exec_image", (char*)dir, NULL};
+    execv(argv[0], args);
+    return 3;
+  }
+  if (!strcmp(which, "exec_image")) {
+    int fd = witness();
+    printf("exec_pwrite64_at_0=%ld\n", RAW(SYS_pwrite64, fd, "0000", 4, 0));
+    return 0;
+  }
+  if (!strcmp(which, "sigsys")) {
+    // The program's own SIGSYS handler, set through libc before and after the layer's start.
+    struct sigaction own;
+    memset(&own, 0, sizeof own);
+    own.sa_sigaction = own_handler;
+    own.sa_flags = SA_SIGINFO;
+    sigaction(SIGSYS, &own, NULL);
+    int fd = witness();
+    raise(SIGSYS);
+    printf("own_after_raise=%d\n", (int)own_sigsys);
+    printf("pwrite64_at_0=%ld\n", RAW(SYS_pwrite64, fd, "0000", 4, 0));
+    struct sigaction seen;
+    sigaction(SIGSYS, NULL, &seen);
+    printf("sigaction_reports_own=%d\n", seen.sa_sigaction == own_handler);
+    // A thread that blocks every signal, by libc and by a raw call, still has its raw calls guarded.
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    printf("blocked_pwrite64_at_0=%ld\n", RAW(SYS_pwrite64, fd, "0000", 4, 0));
+    uint64_t every = ~0ULL;
+    RAW(SYS_rt_sigprocmask, SIG_BLOCK, &every, NULL, 8);
+    printf("raw_blocked_pwrite64_at_0=%ld\n", RAW(SYS_pwrite64, fd, "0000", 4, 0));
+    uint64_t now = 0;
+    RAW(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &now, 8);
+    printf("raw_mask_has_sigint=%d\n", (int)((now >> (SIGINT - 1)) & 1));
+    return 0;
+  }
+  if (!strcmp(which, "many")) {  // the cost of a trapped call that is not of interest
+    witness();
+    long count = argc > 3 ? atol(argv[3]) : 100000;
+    for (long i = 0; i < count; ++i) RAW(SYS_getppid, 0);
+    return 0;
+  }
+  return 2;
+}

@@ -1,0 +1,64 @@
+#include <linux/sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
+
+#include <catch2/catch.hpp>
+
+#include "core/syscall_dispatch_policy.h"
+
+using namespace appendguard;
+
+namespace {
+constexpr uint64_t bit(int sig) {
+  return uint64_t{1} << (sig - 1);
+}
+}  // namespace
+
+TEST_CASE("the calls of interest go to their hooks, every other one is performed unchanged") {
+  CHECK(classify_raw_call(SYS_pwrite64) == RawCall::kPwrite64);
+  CHECK(classify_raw_call(SYS_openat) == RawCall::kOpenat);
+  CHECK(classify_raw_call(SYS_openat2) == RawCall::kOpenat2);
+  CHECK(classify_raw_call(SYS_renameat) == RawCall::kRenameat);
+  CHECK(classify_raw_call(SYS_renameat2) == RawCall::kRenameat2);
+  CHECK(classify_raw_call(SYS_vfork) == RawCall::kFork);
+  CHECK(classify_raw_call(SYS_clone3) == RawCall::kClone3);
+  CHECK(classify_raw_call(SYS_io_uring_setup) == RawCall::kIoUringSetup);
+  CHECK(classify_raw_call(SYS_io_setup) == RawCall::kIoUringSetup);
+  CHECK(classify_raw_call(SYS_rt_sigprocmask) == RawCall::kSigprocmask);
+  CHECK(classify_raw_call(SYS_futex) == RawCall::kPass);
+  CHECK(classify_raw_call(SYS_mmap) == RawCall::kPass);
+  CHECK(classify_raw_call(SYS_read) == RawCall::kPass);
+  CHECK(classify_raw_call(-1) == RawCall::kPass);
+  CHECK(classify_raw_call(100000) == RawCall::kPass);
+}
+
+TEST_CASE("a raw clone is performed as a fork unless it shares memory with a stack of its own") {
+  CHECK(clone_way(SIGCHLD, 0) == CloneWay::kAsFork);
+  CHECK(clone_way(SIGCHLD, 0x7000) == CloneWay::kAsFork);
+  CHECK(clone_way(CLONE_VM | CLONE_VFORK | SIGCHLD, 0) == CloneWay::kVforkAsFork);
+  CHECK(clone_way(CLONE_VM | CLONE_VFORK | SIGCHLD, 0x7000) == CloneWay::kRefused);
+  CHECK(clone_way(CLONE_VM | CLONE_THREAD | CLONE_SIGHAND, 0x7000) == CloneWay::kRefused);
+  CHECK(clone_flags_performed(CLONE_VM | CLONE_VFORK | SIGCHLD, CloneWay::kVforkAsFork) == SIGCHLD);
+  CHECK(clone_flags_performed(CLONE_SETTLS | CLONE_CHILD_SETTID | SIGCHLD, CloneWay::kAsFork) ==
+        (CLONE_CHILD_SETTID | SIGCHLD));
+}
+
+TEST_CASE("a trapped rt_sigprocmask is applied to the mask, never blocking SIGSYS") {
+  uint64_t mask = bit(SIGINT);
+  uint64_t every = ~uint64_t{0};
+  REQUIRE(apply_sigprocmask(SIG_BLOCK, &every, mask));
+  CHECK((mask & bit(SIGSYS)) == 0);
+  CHECK((mask & bit(SIGKILL)) == 0);
+  CHECK((mask & bit(SIGTERM)) != 0);
+  uint64_t term = bit(SIGTERM);
+  REQUIRE(apply_sigprocmask(SIG_UNBLOCK, &term, mask));
+  CHECK((mask & bit(SIGTERM)) == 0);
+  CHECK((mask & bit(SIGINT)) != 0);
+  uint64_t only_sigsys = bit(SIGSYS) | bit(SIGUSR1);
+  REQUIRE(apply_sigprocmask(SIG_SETMASK, &only_sigsys, mask));
+  CHECK(mask == bit(SIGUSR1));
+  CHECK_FALSE(apply_sigprocmask(42, &term, mask));
+  CHECK(apply_sigprocmask(42, nullptr, mask));  // without a set the kernel reads no `how`
+  CHECK(mask == bit(SIGUSR1));
+  CHECK(without_sigsys(bit(SIGSYS) | bit(SIGINT)) == bit(SIGINT));
+}
