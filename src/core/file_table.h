@@ -140,9 +140,9 @@ struct Description {
       s->recorded.store(false, std::memory_order_relaxed);
   }
   // The path as opened, NUL-terminated (at most kMaxPath - 1 characters): out of line, sized to the path
-  // (issue 27: an inline path[4096] made each tracked file cost about 6 KB), rounded up to 64 bytes. Kept with the description
-  // when it is recycled and reused by the next track() if large enough; a larger path gets a new buffer
-  // and the old one is left to any stale reader (never freed, as descriptions are not).
+  // (issue 27: an inline path[4096] made each tracked file cost about 6 KB), rounded up to 64 bytes. Kept
+  // with the description when it is recycled and reused by the next track() if large enough; a larger path
+  // gets a new buffer and the old one is left to any stale reader (never freed, as descriptions are not).
   char* path = nullptr;
   size_t path_capacity = 0;
   Description* next_free = nullptr;

@@ -36,6 +36,20 @@ uint64_t append_zeros(int fd, const Description* d, uint64_t end, uint64_t count
   return result.written;
 }
 
+// Out of line: its message buffer would otherwise sit in the frame of every guarded file's last close
+// (issue 24, item 6: a small thread stack).
+[[gnu::noinline]] void report_short_fill(const Description* d, const char* when, uint64_t end,
+                                         uint64_t missing, uint64_t written, int error) {
+  char message[kMaxPath + 300];
+  std::snprintf(message, sizeof message,
+                "%s: %s, appending the %llu zero bytes that complete its deferred preallocation to %llu "
+                "bytes failed after %llu (%s): the file is shorter than the program made it",
+                d->path, when, static_cast<unsigned long long>(missing),
+                static_cast<unsigned long long>(end) + missing, static_cast<unsigned long long>(written),
+                errno_name(error));
+  report_notice(message);
+}
+
 void fill(int fd, Description* d, const char* when) {
   HeldFile file(fd, d);
   if (!file || file->reserved_size <= file->end_of_file || file->reserved_by != raw_getpid()) return;
@@ -50,16 +64,7 @@ void fill(int fd, Description* d, const char* when) {
   file->end_of_file = end + written;
   file->reserved_size = 0;
   file.release();
-  if (written != missing) {
-    char message[kMaxPath + 300];
-    std::snprintf(message, sizeof message,
-                  "%s: %s, appending the %llu zero bytes that complete its deferred preallocation to %llu "
-                  "bytes failed after %llu (%s): the file is shorter than the program made it",
-                  d->path, when, static_cast<unsigned long long>(missing),
-                  static_cast<unsigned long long>(end) + missing, static_cast<unsigned long long>(written),
-                  errno_name(error));
-    report_notice(message);
-  }
+  if (written != missing) report_short_fill(d, when, end, missing, written, error);
   if (tracing()) {
     trace("prealloc-fill", fd, d->path, static_cast<long long>(written), error, "zeros=%llu at=%llu (%s)",
           static_cast<unsigned long long>(missing), static_cast<unsigned long long>(end), when);

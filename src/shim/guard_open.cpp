@@ -26,8 +26,8 @@ pid_t gettid_raw() {
   return static_cast<pid_t>(syscall(SYS_gettid));
 }
 
-void report_open_in_audit(const OpenRequest& request, const OpenDecision& decision, int fd, Description* d,
-                          uint64_t size) {
+[[gnu::noinline]] void report_open_in_audit(const OpenRequest& request, const OpenDecision& decision, int fd,
+                                            Description* d, uint64_t size) {
   int access = request.flags & O_ACCMODE;
   const char* why = nullptr;
   if (access == O_RDWR && decision.existed) {
@@ -47,7 +47,8 @@ void report_open_in_audit(const OpenRequest& request, const OpenDecision& decisi
 
 // The mount refused the open we rewrote: say why the program sees this error, since it did not ask for
 // these flags.
-void explain_refused_rewrite(const OpenRequest& request, const OpenDecision& decision, int error) {
+[[gnu::noinline]] void explain_refused_rewrite(const OpenRequest& request, const OpenDecision& decision,
+                                               int error) {
   if (error != EPERM && error != EOPNOTSUPP && error != EINVAL && error != ENOSYS) return;
   char effective[160];
   format_open_flags(decision.flags, effective, sizeof effective);
@@ -61,8 +62,8 @@ void explain_refused_rewrite(const OpenRequest& request, const OpenDecision& dec
   report_notice(message);
 }
 
-void explain_refused_rewrite_by_truncation(const OpenRequest& request, const OpenDecision& decision,
-                                           int error) {
+[[gnu::noinline]] void explain_refused_rewrite_by_truncation(const OpenRequest& request,
+                                                             const OpenDecision& decision, int error) {
   if (error != EPERM && error != EOPNOTSUPP && error != EINVAL && error != ENOSYS && error != EACCES) return;
   char effective[160];
   format_open_flags(decision.flags, effective, sizeof effective);
@@ -80,6 +81,16 @@ void explain_refused_rewrite_by_truncation(const OpenRequest& request, const Ope
                              "session, or allow overwrites on the store)"
                            : "A kernel append-only file (chattr +a) or a store that appends but cannot "
                              "replace a file needs APPENDGUARD_REOPEN=append (the default)");
+  report_notice(message);
+}
+
+// Out of line, like the other notices: their message buffers would otherwise sit in finish_open's frame on
+// every guarded open (issue 24, item 6: a small thread stack).
+[[gnu::noinline]] void report_untrackable(const OpenDecision& decision, int fd) {
+  char message[kMaxPath + 200];
+  std::snprintf(message, sizeof message, "cannot track %s (fd %d): descriptor above %d or out of memory%s",
+                decision.path, fd, kMaxTrackedFd - 1,
+                g_config->mode == Mode::kEnforce ? "; the open fails with EMFILE" : "");
   report_notice(message);
 }
 
@@ -122,8 +133,8 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
   decision.guarded = true;
   decision.exists = exists;
   if (mode == Mode::kEnforce) {
-    HeldSession held;
-    if (exists && take_held_for_open(st.st_dev, st.st_ino, request.flags, held)) {
+    HeldReuse held;
+    if (exists && any_held_sessions() && take_held_for_open(st.st_dev, st.st_ino, request.flags, held)) {
       decision.reuse_fd = held.fd;
       decision.reuse_end = held.end_of_file;
       decision.flags = held.effective_flags;
@@ -222,11 +233,7 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
   record.site = &site;
   Description* d = g_files.track(fd, record);
   if (!d) {
-    char message[kMaxPath + 200];
-    std::snprintf(message, sizeof message, "cannot track %s (fd %d): descriptor above %d or out of memory%s",
-                  decision.path, fd, kMaxTrackedFd - 1,
-                  g_config->mode == Mode::kEnforce ? "; the open fails with EMFILE" : "");
-    report_notice(message);
+    report_untrackable(decision, fd);
     if (g_config->mode == Mode::kEnforce) {
       real_close(fd);
       errno = EMFILE;

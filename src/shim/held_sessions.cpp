@@ -390,17 +390,21 @@ bool hold_instead_of_close(int fd, Description* d) {
   return true;
 }
 
-bool take_held_for_open(dev_t device, ino_t inode, int flags, HeldSession& out) {
+bool take_held_for_open(dev_t device, ino_t inode, int flags, HeldReuse& out) {
   if (!any_held_sessions() || !owns_file_table()) return false;
+  HeldSession held;
   {
     HeldGuard guard;
-    if (!g_held.take_file(device, inode, out)) return false;
+    if (!g_held.take_file(device, inode, held)) return false;
   }
   unsigned children = g_children.load(std::memory_order_relaxed);
-  if (on_open_of_held(out, flags, children) == HeldOpen::kReuse) return true;
-  commit(out, out.children != children ? "before a reopen, since a child process started while it was held "
-                                         "(its copy of the descriptor may have ended the upload)"
-                                       : "before a truncating open of the same file");
+  if (on_open_of_held(held, flags, children) == HeldOpen::kReuse) {
+    out = {held.fd, held.end_of_file, held.effective_flags};
+    return true;
+  }
+  commit(held, held.children != children ? "before a reopen, since a child process started while it was held "
+                                           "(its copy of the descriptor may have ended the upload)"
+                                         : "before a truncating open of the same file");
   return false;
 }
 

@@ -35,7 +35,14 @@ void close_parked_numbers();
 // A write open of a file (device, inode): if a session of it is held, takes it out of the set into `out`
 // and returns true when the open is to be answered with it; a session that cannot be reused by this open
 // (a truncating open) is committed first and false is returned.
-bool take_held_for_open(dev_t device, ino_t inode, int flags, HeldSession& out);
+// Only what the open needs of the session: a HeldSession holds a 4 KiB path, and decide_open runs on
+// every write open, on whatever stack the program's thread has (issue 24, item 6).
+struct HeldReuse {
+  int fd = -1;
+  uint64_t end_of_file = 0;
+  int effective_flags = 0;
+};
+bool take_held_for_open(dev_t device, ino_t inode, int flags, HeldReuse& out);
 
 // A read-only open of a guarded path: a held session of the file is committed first, so that the reader
 // sees its bytes.

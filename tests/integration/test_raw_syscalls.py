@@ -67,7 +67,7 @@ class RawSyscallsTest(TempDirTest):
     def test_a_raw_openat_o_rdwr_is_rewritten_and_tracked(self):
         r, err = self.probe("openat", APPENDGUARD_TRACE="1")
         self.assertEqual(r["raw_openat"], "ok")
-        self.assertRegex(err, r"trace: .* openat fd=\d+ \S+existing.safetensors flags=O_RDWR "
+        self.assertRegex(err, r"trace: .* openat fd=\d+ \S+existing.safetensors time=\S+ flags=O_RDWR "
                               r"effective=O_WRONLY\|O_APPEND")
         self.assertEqual(r["raw_pwrite64_at_0"], str(-95))
         self.assertEqual(r["raw_write_at_0"], str(-95))  # the position is 0, as for libc's write
@@ -85,7 +85,7 @@ class RawSyscallsTest(TempDirTest):
     def test_a_raw_renameat_is_traced(self):
         r, err = self.probe("rename", APPENDGUARD_TRACE="1")
         self.assertEqual(r["renameat"], "0")
-        self.assertRegex(err, r"trace: .* renameat fd=-1 \S+/model.safetensors.tmp to \S+/model.safetensors "
+        self.assertRegex(err, r"trace: .* renameat fd=-1 \S+/model.safetensors.tmp time=\S+ to \S+/model.safetensors "
                               r"flags=0 \(raw system call\) -> 0")
         self.assertTrue(os.path.exists(os.path.join(self.dir, "model.safetensors")))
 
@@ -153,7 +153,7 @@ class RawSyscallsTest(TempDirTest):
                    APPENDGUARD_PATHS=os.path.join(self.dir, "**"))
         self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
         if results(proc.stdout)["version"].startswith("0.8"):  # 0.8 publishes with rustix's raw renameat
-            self.assertRegex(proc.stderr, r"trace: .* rename\w* fd=-1 \S+/\.tmp\w+ to \S+/model.safetensors "
+            self.assertRegex(proc.stderr, r"trace: .* rename\w* fd=-1 \S+/\.tmp\w+ time=\S+ to \S+/model.safetensors "
                                           r"flags=0 \(raw system call\) -> 0")
 
 

@@ -114,14 +114,12 @@ class RobustnessTest(TempDirTest):
     # Issue 24, item 6: what each interposed call's common path adds to the stack, measured by painting the
     # stack of a thread below the caller's frame (programs/stack_budget.c), with and without the library.
     STACK_BUDGET = 2048
-    # Over the budget still, in code outside the path buffers (the bound keeps them from growing): a write
-    # open's decide_open keeps a HeldSession (with its 4 KiB path) on the stack, and the last close of a
-    # guarded file calls deferred_prealloc.cpp's fill, whose frame is 4 KiB.
-    STACK_OVER_BUDGET = {"open_unguarded": 5120, "openat_unguarded": 5120, "fopen_unguarded": 5120,
-                         "open_guarded": 7680, "open_absolute_guarded": 7680, "openat_guarded": 7680,
-                         "creat_guarded": 7680, "reopen_append": 7680, "fopen_guarded": 7680,
-                         "close_guarded": 5120, "close_absolute": 5120, "close_openat": 5120,
-                         "close_creat": 5120, "close_reopened": 5120, "fclose_guarded": 5120}
+    # Over the budget still (the bound keeps them from growing): a guarded write open records its site with
+    # libunwind (its step functions need about 3 KiB of stack; issue 27 asks for a cheaper site record).
+    # Unguarded write opens and every close fit the budget since the held session and the notices' message
+    # buffers left decide_open's, finish_open's and the deferred fill's frames (they were 4.8 and 4.4 KiB).
+    STACK_OVER_BUDGET = {"open_guarded": 5632, "open_absolute_guarded": 5632, "openat_guarded": 5632,
+                         "creat_guarded": 5632, "reopen_append": 5632, "fopen_guarded": 5632}
 
     def stack_budget_dir(self, name):
         directory = self.path(name)

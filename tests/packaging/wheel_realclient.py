@@ -38,7 +38,7 @@ def main():
     if proc.returncode != 0 or "ok:" not in proc.stdout:
         print(f"FAIL: dcp.save through the installed appendguard run exited {proc.returncode}")
         return 1
-    rewritten = re.findall(r"open64 fd=\d+ (\S+\.safetensors) flags=O_RDWR\S* effective=O_WRONLY\|O_APPEND", proc.stderr)
+    rewritten = re.findall(r"open64 fd=\d+ (\S+\.safetensors) time=\S+ flags=O_RDWR\S* effective=O_WRONLY\|O_APPEND", proc.stderr)
     if not rewritten:
         print("FAIL: the trace shows no consolidation reopen rewritten into an append")
         return 1
