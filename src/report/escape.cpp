@@ -18,11 +18,9 @@ void add_escaped(TextBuffer& out, std::string_view text, ControlStyle style, boo
       return;
     }
     const size_t before = out.view().size();
-    if (controls_only && (c == '\\' || c == '"')) {
-      out.add_text({&c, 1});
-    } else if (c == '\\') {
+    if (c == '\\' && !controls_only) {
       out.add_text("\\\\");
-    } else if (c == '"') {
+    } else if (c == '"' && !controls_only) {
       out.add_text("\\\"");
     } else if (c == '\n') {
       out.add_text("\\n");

@@ -91,8 +91,6 @@ using RealCallOf = typename RealCall<Fn>::type;
       #name, real_fallback<RealCallOf<decltype(::name)>>(#name),           \
       first_call<RealCallOf<decltype(::name)>, real_##name>()};
 
-static_assert(real_fallback<RealCallOf<decltype(::renameat2)>>("renameat2") != nullptr);
-
 // `real_NAME` for every row of interposed.def.
 #define INTERPOSED(name, kind, twin64, ret, params) APPENDGUARD_REAL_FUNCTION(name)
 #include "shim/interposed.def"
