@@ -176,6 +176,35 @@ class KernelAppendOnlyTest(harness.TempDirTest):
         self.assertEqual(violations(proc.stderr), [])
         self.assertEqual(read_bytes(path), HEADER + b"X" * 16)
 
+    # ------------------------------------------------------------------ a file guarded by nothing but +a
+
+    def test_unguarded_append_only_file_rplus_append_works_and_overwrite_is_said(self):
+        # Issue 23: "f.bin" matches no pattern and tmpfs is not a store: the kernel's EPERM used to reach the
+        # program unexplained. An "r+b" open that only appends is opened again with O_APPEND and works; a
+        # "wb" overwrite, which nothing can carry out on such a file, fails with one appendguard: line.
+        path = self.t("f.bin")
+        self.make_append_only(path, b"0123456789")
+        code = ("import sys\n"
+                "p = sys.argv[1]\n"
+                "with open(p, 'r+b') as f:\n"
+                "    f.seek(0, 2); f.write(b'abc')\n"
+                "try:\n"
+                "    open(p, 'wb').close()\n"
+                "    print('overwrite=ok')\n"
+                "except OSError as e:\n"
+                "    print('overwrite=' + str(e.errno))\n")
+        proc = harness.run([PYTHON, "-c", code, path])
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertEqual(read_bytes(path), b"0123456789abc")
+        self.assertIn("overwrite=1", proc.stdout)  # EPERM
+        lines = [line for line in proc.stderr.splitlines() if line.startswith("appendguard:")]
+        self.assertEqual(len(lines), 1, proc.stderr)
+        self.assertIn(path, lines[0])
+        self.assertIn("append-only attribute (chattr +a)", lines[0])
+        self.assertIn("O_TRUNC", lines[0])
+        self.assertEqual(violations(proc.stderr), [])
+
+
 def main():
     why = missing_prerequisite()
     if why:
