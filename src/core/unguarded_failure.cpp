@@ -116,6 +116,17 @@ bool notes_refused_rename(int error, bool either_path_on_store) {
 
 size_t format_refused_rename(const RefusedRename& f, char* out, size_t capacity) {
   if (capacity == 0) return 0;
+  if (f.append_only_target) {
+    const int n = std::snprintf(
+        out, capacity,
+        "%s(\"%.*s\", \"%.*s\") failed with %s: the target has the kernel's append-only attribute "
+        "(chattr +a), which refuses replacing it (rsync and safetensors' save_file publish a file by "
+        "renaming a temporary one onto its name); nothing can replace it while the attribute is set: write "
+        "under a new name; both files are as they were; see docs/limits.md",
+        f.call, length(f.old_path), f.old_path.data(), length(f.new_path), f.new_path.data(),
+        linux_errno_name(f.error));
+    return finished(n, out, capacity);
+  }
   const int n = std::snprintf(
       out, capacity,
       "%s(\"%.*s\", \"%.*s\") failed with %s: the store (%.*s) refused the rename (rsync and safetensors' "

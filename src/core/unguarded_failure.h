@@ -84,6 +84,8 @@ struct RefusedRename {
   std::string_view new_path;
   int error = 0;
   std::string_view store;  // "fuse.appendonlyfs at /mnt/x"
+  // Not a store: the target has the kernel's append-only attribute (chattr +a), which nothing replaces.
+  bool append_only_target = false;
 };
 size_t format_refused_rename(const RefusedRename& f, char* out, size_t capacity);
 

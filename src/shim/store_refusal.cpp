@@ -10,6 +10,7 @@
 #include "core/open_flags.h"
 #include "core/unguarded_failure.h"
 #include "report/report.h"
+#include "shim/append_only_attribute.h"
 #include "shim/guarded_paths.h"
 #include "shim/mount_guard.h"
 #include "shim/path_scratch.h"
@@ -135,10 +136,14 @@ void note_refused_rename(const char* function, int olddirfd, const char* oldpath
       resolve_full_path(newdirfd, newpath, new_full)) {
     const MountEntry* m = store_mount_of(new_full);
     if (!m) m = store_mount_of(old_full);
-    if (notes_refused_rename(error, m != nullptr) && g_told_refusals.first_time(path_key(new_full))) {
-      char store[512];
-      describe_store(m, store, sizeof store);
+    // Off a store: a target with the kernel's append-only attribute (looked at only after an EPERM).
+    const bool append_only = !m && error == EPERM && has_append_only_attribute(newdirfd, newpath);
+    if (notes_refused_rename(error, m != nullptr || append_only) &&
+        g_told_refusals.first_time(path_key(new_full))) {
+      char store[512] = "";
+      if (m) describe_store(m, store, sizeof store);
       RefusedRename f;
+      f.append_only_target = append_only;
       f.call = function;
       f.old_path = old_full;
       f.new_path = new_full;

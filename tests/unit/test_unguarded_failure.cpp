@@ -151,4 +151,10 @@ TEST_CASE("a refused rename on a store is said with both paths and issue 26") {
                 0) == 0);
   CHECK(s.find("issue 26") != std::string::npos);
   CHECK(s.find("both files are as they were") != std::string::npos);
+  f.append_only_target = true;
+  s.assign(text, format_refused_rename(f, text, sizeof text));
+  CHECK(s.rfind("renameat2(\"/mnt/h/.f.tmp\", \"/mnt/h/f\") failed with EPERM: the target has the kernel's "
+                "append-only attribute (chattr +a)",
+                0) == 0);
+  CHECK(s.find("write under a new name") != std::string::npos);
 }
