@@ -101,6 +101,23 @@ void describe_store(const MountEntry* m, char* out, size_t capacity) {
 
 void note_refused_guarded_open(const char* function, const char* path, int flags, int error) {
   const MountEntry* m = is_store_refusal_of_open(error) && path ? store_mount_of(path) : nullptr;
+  // Off a store (a name the patterns guard, on a local disk): a file with the kernel's append-only
+  // attribute refuses a truncating open.
+  if (!m && error == EPERM && path && has_append_only_attribute(AT_FDCWD, path) &&
+      g_told_refusals.first_time(path_key(path))) {
+    char flags_text[160];
+    format_open_flags(flags, flags_text, sizeof flags_text);
+    PathLease message(2);
+    AppendOnlyRefusal f;
+    f.call = function;
+    f.path = path;
+    f.flags = flags_text;
+    InternalScope internal;
+    if (message.get()) {
+      format_append_only_refusal(f, message.get(), 2 * kMaxPath);
+      report_notice(message.get());
+    }
+  }
   if (m && g_told_refusals.first_time(path_key(path))) {
     char flags_text[160];
     format_open_flags(flags, flags_text, sizeof flags_text);

@@ -231,6 +231,25 @@ class KernelAppendOnlyTest(harness.TempDirTest):
         self.assertEqual(len(lines), 1, proc.stderr)
         self.assertIn("append-only attribute (chattr +a)", lines[0])
 
+    def test_guarded_name_on_append_only_file_truncating_open_is_said(self):
+        # Issue 23: a *.safetensors file (guarded by name, on a tmpfs) with the attribute: save_file again, a
+        # second dcp.save, open "wb" fail EPERM at their truncating open, which used to be passed on quietly.
+        path = self.t("m.safetensors")
+        self.make_append_only(path, b"0123456789")
+        code = ("import sys\n"
+                "try:\n"
+                "    open(sys.argv[1], 'wb').write(b'new')\n"
+                "    print('overwrite=ok')\n"
+                "except OSError as e:\n"
+                "    print('overwrite=%d' % e.errno)\n")
+        proc = harness.run([PYTHON, "-c", code, path])
+        self.assertEqual(proc.stdout.split(), ["overwrite=1"], proc.stderr)
+        self.assertEqual(read_bytes(path), b"0123456789")
+        lines = [line for line in proc.stderr.splitlines() if line.startswith("appendguard:")]
+        self.assertEqual(len(lines), 1, proc.stderr)
+        self.assertIn(f'("{path}", O_WRONLY|O_CREAT|O_TRUNC', lines[0])
+        self.assertIn("append-only attribute (chattr +a)", lines[0])
+
 
 def main():
     why = missing_prerequisite()
