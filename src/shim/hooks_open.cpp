@@ -21,13 +21,13 @@ template <typename Call>
   decide_open(request, decision);
   if (!decision.guarded && !decision.trace_only) {
     int fd = call(flags);
-    if (__builtin_expect(fd < 0, 0)) {
-      // A file with the kernel's append-only attribute: opened again with O_APPEND, guarded (issue 23).
-      if (errno == EPERM && decide_append_only_retry(request, decision))
-        return open_as_decided(request, decision, call);
+    if (__builtin_expect(fd >= 0, 1)) return forget_if_stale(fd);
+    // A file with the kernel's append-only attribute: opened again with O_APPEND, guarded (issue 23),
+    // by the one call of open_as_decided below (a second copy of it would grow every write open's frame).
+    if (errno != EPERM || !decide_append_only_retry(request, decision)) {
       note_unguarded_open_failure(function, dirfd, path, errno);
+      return fd;
     }
-    return forget_if_stale(fd);
   }
   return open_as_decided(request, decision, call);
 }

@@ -86,13 +86,12 @@ FILE* fopen_hook(const char* function, const char* path, const char* mode, Real&
   decide_open(request, decision);
   if (!decision.guarded && !decision.trace_only) {
     FILE* stream = real(path, mode);
-    // A file with the kernel's append-only attribute: opened again with O_APPEND, guarded (issue 23).
-    if (__builtin_expect(!stream, 0) && errno == EPERM && !parsed.has_ccs &&
-        decide_append_only_retry(request, decision))
-      return stream_over(open_for_stream(request, decision), parsed);
-    return stream;
-  }
-  if (decision.trace_only || parsed.has_ccs) {
+    // A file with the kernel's append-only attribute: opened again with O_APPEND, guarded (issue 23), by
+    // the one call of open_for_stream below.
+    if (__builtin_expect(stream != nullptr, 1) || errno != EPERM || parsed.has_ccs ||
+        !decide_append_only_retry(request, decision))
+      return stream;
+  } else if (decision.trace_only || parsed.has_ccs) {
     return open_by_glibc(request, decision, mode, [&](const char* m) { return real(path, m); });
   }
   return stream_over(open_for_stream(request, decision), parsed);
