@@ -1,5 +1,7 @@
 #include "core/unguarded_failure.h"
 
+#include <fcntl.h>
+
 #include <cerrno>
 #include <cstdio>
 
@@ -56,6 +58,84 @@ size_t format_unguarded_failure(const UnguardedFailure& f, char* out, size_t cap
     return 0;
   }
   return static_cast<size_t>(n) < capacity ? static_cast<size_t>(n) : capacity - 1;
+}
+
+namespace {
+
+size_t finished(int n, char* out, size_t capacity) {
+  if (n < 0) {
+    out[0] = '\0';
+    return 0;
+  }
+  return static_cast<size_t>(n) < capacity ? static_cast<size_t>(n) : capacity - 1;
+}
+
+int length(std::string_view s) {
+  return static_cast<int>(s.size());
+}
+
+}  // namespace
+
+bool is_store_refusal_of_open(int error) {
+  return error == EPERM || error == EOPNOTSUPP || error == ENOSYS || error == EACCES || error == EINVAL;
+}
+
+size_t format_refused_open(const RefusedOpen& f, char* out, size_t capacity) {
+  if (capacity == 0) return 0;
+  const int n = std::snprintf(
+      out, capacity,
+      "%s(\"%.*s\", %.*s) failed with %s: the store (%.*s) refused the open itself; appendguard passed "
+      "it on as the program asked (a store that keeps what was written refuses to truncate or replace an "
+      "existing file this way) and no setting of appendguard makes the store take it; the file is "
+      "unchanged: write under a new name; see docs/limits.md",
+      f.call, length(f.path), f.path.data(), length(f.flags), f.flags.data(), linux_errno_name(f.error),
+      length(f.store), f.store.data());
+  return finished(n, out, capacity);
+}
+
+bool retries_on_append_only_file(int error, int flags, int rewritten) {
+  return error == EPERM && rewritten != flags && (rewritten & O_APPEND) && !(rewritten & O_TRUNC);
+}
+
+size_t format_append_only_refusal(const AppendOnlyRefusal& f, char* out, size_t capacity) {
+  if (capacity == 0) return 0;
+  const int n = std::snprintf(
+      out, capacity,
+      "%s(\"%.*s\", %.*s) failed with EPERM: the file has the kernel's append-only attribute (chattr +a), "
+      "which refuses truncating it or writing it without O_APPEND; nothing can replace it while the "
+      "attribute is set: write under a new name (appendguard opens such a file with O_APPEND when the "
+      "program only adds to it); see docs/limits.md",
+      f.call, length(f.path), f.path.data(), length(f.flags), f.flags.data());
+  return finished(n, out, capacity);
+}
+
+bool notes_refused_rename(int error, bool either_path_on_store) {
+  return either_path_on_store &&
+         (error == EPERM || error == EOPNOTSUPP || error == ENOSYS || error == EACCES);
+}
+
+size_t format_refused_rename(const RefusedRename& f, char* out, size_t capacity) {
+  if (capacity == 0) return 0;
+  if (f.append_only_target) {
+    const int n = std::snprintf(
+        out, capacity,
+        "%s(\"%.*s\", \"%.*s\") failed with %s: the target has the kernel's append-only attribute "
+        "(chattr +a), which refuses replacing it (rsync and safetensors' save_file publish a file by "
+        "renaming a temporary one onto its name); nothing can replace it while the attribute is set: write "
+        "under a new name; both files are as they were; see docs/limits.md",
+        f.call, length(f.old_path), f.old_path.data(), length(f.new_path), f.new_path.data(),
+        linux_errno_name(f.error));
+    return finished(n, out, capacity);
+  }
+  const int n = std::snprintf(
+      out, capacity,
+      "%s(\"%.*s\", \"%.*s\") failed with %s: the store (%.*s) refused the rename (rsync and safetensors' "
+      "save_file publish a file by renaming a temporary one onto its name); appendguard does not yet carry "
+      "out renames on such a store (issue 26): write the file under its final name directly, or on a "
+      "local disk and copy it; both files are as they were; see docs/limits.md",
+      f.call, length(f.old_path), f.old_path.data(), length(f.new_path), f.new_path.data(),
+      linux_errno_name(f.error), length(f.store), f.store.data());
+  return finished(n, out, capacity);
 }
 
 bool ToldFiles::first_time(uint64_t key) {

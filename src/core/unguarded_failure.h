@@ -46,6 +46,49 @@ size_t format_unguarded_close_failure(const UnguardedCloseFailure& f, char* out,
 // a close gets for a number that was not open (a program's double close, not a store).
 bool is_store_refusal_at_close(int error);
 
+// A guarded write open that a store refused itself (appendonlyfs strict refuses an O_TRUNC open of an
+// existing non-empty file): appendguard passed the open on as the program asked, so nothing of it can make
+// the store accept it. Whether `error` is such a refusal of an open (EPERM, EOPNOTSUPP, ENOSYS, EACCES,
+// EINVAL).
+bool is_store_refusal_of_open(int error);
+struct RefusedOpen {
+  const char* call = "";   // "openat"...
+  std::string_view path;   // absolute
+  std::string_view flags;  // "O_WRONLY|O_CREAT|O_TRUNC"
+  int error = 0;
+  std::string_view store;  // "fuse.appendonlyfs at /mnt/x"
+};
+size_t format_refused_open(const RefusedOpen& f, char* out, size_t capacity);
+
+// A write open of a file with the kernel's append-only attribute (chattr +a, FS_APPEND_FL) failed with
+// EPERM. `retried`: appendguard opened it again as a guarded file with O_APPEND (what the kernel allows on
+// such a file), so this is not said; else (the program truncates it: nothing can) the notice.
+struct AppendOnlyRefusal {
+  const char* call = "";
+  std::string_view path;
+  std::string_view flags;
+};
+size_t format_append_only_refusal(const AppendOnlyRefusal& f, char* out, size_t capacity);
+// Whether a write open refused with `error` on a file with the append-only attribute is opened again with
+// `rewritten` flags (the kernel takes a write open of such a file only with O_APPEND and without O_TRUNC).
+bool retries_on_append_only_file(int error, int flags, int rewritten);
+
+// A rename the store refused (appendonlyfs hdfs and s3 refuse a rename onto an existing file, s3 any
+// rename): rsync and safetensors publish a file by renaming a temporary one, and appendguard does not carry
+// a rename out itself on such a store (issue 26). Whether to say so: a store's refusal (EPERM,
+// EOPNOTSUPP, ENOSYS, EACCES) with either path on a FUSE or guarded mount.
+bool notes_refused_rename(int error, bool either_path_on_store);
+struct RefusedRename {
+  const char* call = "";  // "rename", "renameat2"...
+  std::string_view old_path;
+  std::string_view new_path;
+  int error = 0;
+  std::string_view store;  // "fuse.appendonlyfs at /mnt/x"
+  // Not a store: the target has the kernel's append-only attribute (chattr +a), which nothing replaces.
+  bool append_only_target = false;
+};
+size_t format_refused_rename(const RefusedRename& f, char* out, size_t capacity);
+
 // The files already told about (device and inode, or a hash of the path for a file that does not
 // exist): at most kCapacity, then nothing more is said (the first notices are the useful ones).
 class ToldFiles {

@@ -16,6 +16,7 @@
 #include "shim/held_sessions.h"
 #include "shim/mount_guard.h"
 #include "shim/runtime.h"
+#include "shim/store_refusal.h"
 #include "shim/trace.h"
 #include "shim/violation.h"
 
@@ -166,6 +167,10 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
       // APPENDGUARD_REOPEN=append: the setting that works is said (measured: rewrite and hold append by
       // writing the file anew on appendonlyfs s3 and rclone off, e2e.test_overwrite_append).
       explain_refused_rewrite(request, decision, error);
+    } else if (fd < 0 && decision.guarded) {
+      // Passed on as asked, and refused by the store itself (appendonlyfs strict refuses an O_TRUNC open
+      // of an existing file): said, once per file, on a FUSE or append-only mount (issue 23).
+      note_refused_guarded_open(request.function, decision.path, decision.flags, error);
     }
     if (fd >= 0) forget_if_stale(fd);
     if (tracing()) {

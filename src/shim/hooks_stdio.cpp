@@ -8,6 +8,7 @@
 
 #include "core/fopen_mode.h"
 #include "core/write_all.h"
+#include "shim/append_only_attribute.h"
 #include "shim/cookie_stream.h"
 #include "shim/guard_descriptor.h"
 #include "shim/guard_open.h"
@@ -83,8 +84,14 @@ FILE* fopen_hook(const char* function, const char* path, const char* mode, Real&
   OpenRequest request{function, AT_FDCWD, path, parsed.flags};
   OpenDecision decision;
   decide_open(request, decision);
-  if (!decision.guarded && !decision.trace_only) return real(path, mode);
-  if (decision.trace_only || parsed.has_ccs) {
+  if (!decision.guarded && !decision.trace_only) {
+    FILE* stream = real(path, mode);
+    // A file with the kernel's append-only attribute: opened again with O_APPEND, guarded (issue 23), by
+    // the one call of open_for_stream below.
+    if (__builtin_expect(stream != nullptr, 1) || errno != EPERM || parsed.has_ccs ||
+        !decide_append_only_retry(request, decision))
+      return stream;
+  } else if (decision.trace_only || parsed.has_ccs) {
     return open_by_glibc(request, decision, mode, [&](const char* m) { return real(path, m); });
   }
   return stream_over(open_for_stream(request, decision), parsed);

@@ -10,7 +10,10 @@
 #include "core/open_flags.h"
 #include "core/unguarded_failure.h"
 #include "report/report.h"
+#include "shim/append_only_attribute.h"
+#include "shim/guarded_paths.h"
 #include "shim/mount_guard.h"
+#include "shim/path_scratch.h"
 #include "shim/report_once.h"
 #include "shim/runtime.h"
 
@@ -75,6 +78,98 @@ void note_failed_guarded_call(const char* operation, int fd, Description* d, int
   if ((rewritten_open(d) || appends_on_write_once_store(d)) && is_store_refusal(error) &&
       !programs_own_direct_io_error(fd, d, error) && first_report_of(d, kStoreRefusalReported))
     explain_store_refusal(operation, fd, RefusedCall::of(d), error);
+  errno = error;
+}
+
+namespace {
+
+constinit ToldFiles g_told_refusals;
+
+// The FUSE or append-only mount holding `full_path`, or null.
+const MountEntry* store_mount_of(const char* full_path) {
+  if (const MountEntry* m = append_only_mount_of(full_path)) return m;
+  const MountTable* mounts = g_all_mounts.load(std::memory_order_acquire);
+  const MountEntry* m = mounts ? mounts->mount_entry_of(full_path) : nullptr;
+  return m && is_fuse_type(m->type) ? m : nullptr;
+}
+
+void describe_store(const MountEntry* m, char* out, size_t capacity) {
+  std::snprintf(out, capacity, "%s at %s", m->type.c_str(), m->mount_point.c_str());
+}
+
+}  // namespace
+
+void note_refused_guarded_open(const char* function, const char* path, int flags, int error) {
+  const MountEntry* m = is_store_refusal_of_open(error) && path ? store_mount_of(path) : nullptr;
+  // Off a store (a name the patterns guard, on a local disk): a file with the kernel's append-only
+  // attribute refuses a truncating open.
+  if (!m && error == EPERM && path && has_append_only_attribute(AT_FDCWD, path) &&
+      g_told_refusals.first_time(path_key(path))) {
+    char flags_text[160];
+    format_open_flags(flags, flags_text, sizeof flags_text);
+    PathLease message(2);
+    AppendOnlyRefusal f;
+    f.call = function;
+    f.path = path;
+    f.flags = flags_text;
+    InternalScope internal;
+    if (message.get()) {
+      format_append_only_refusal(f, message.get(), 2 * kMaxPath);
+      report_notice(message.get());
+    }
+  }
+  if (m && g_told_refusals.first_time(path_key(path))) {
+    char flags_text[160];
+    format_open_flags(flags, flags_text, sizeof flags_text);
+    char store[512];
+    describe_store(m, store, sizeof store);
+    PathLease message(2);  // not on the stack (shim/path_scratch.h)
+    RefusedOpen f;
+    f.call = function;
+    f.path = path;
+    f.flags = flags_text;
+    f.error = error;
+    f.store = store;
+    InternalScope internal;
+    if (message.get()) {
+      format_refused_open(f, message.get(), 2 * kMaxPath);
+      report_notice(message.get());
+    }
+  }
+  errno = error;
+}
+
+void note_refused_rename(const char* function, int olddirfd, const char* oldpath, int newdirfd,
+                         const char* newpath, int error) {
+  if (current_mode() == Mode::kOff || InternalScope::active() || !oldpath || !newpath) {
+    errno = error;
+    return;
+  }
+  InternalScope internal;
+  PathLease lease(4);  // both paths and the message, not on the stack (shim/path_scratch.h)
+  char* old_full = lease.get(0);
+  char* new_full = lease.get(1);
+  if (old_full && new_full && resolve_full_path(olddirfd, oldpath, old_full) &&
+      resolve_full_path(newdirfd, newpath, new_full)) {
+    const MountEntry* m = store_mount_of(new_full);
+    if (!m) m = store_mount_of(old_full);
+    // Off a store: a target with the kernel's append-only attribute (looked at only after an EPERM).
+    const bool append_only = !m && error == EPERM && has_append_only_attribute(newdirfd, newpath);
+    if (notes_refused_rename(error, m != nullptr || append_only) &&
+        g_told_refusals.first_time(path_key(new_full))) {
+      char store[512] = "";
+      if (m) describe_store(m, store, sizeof store);
+      RefusedRename f;
+      f.append_only_target = append_only;
+      f.call = function;
+      f.old_path = old_full;
+      f.new_path = new_full;
+      f.error = error;
+      f.store = store;
+      format_refused_rename(f, lease.get(2), 2 * kMaxPath);
+      report_notice(lease.get(2));
+    }
+  }
   errno = error;
 }
 

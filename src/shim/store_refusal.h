@@ -30,4 +30,17 @@ void explain_store_refusal(const char* operation, int fd, const RefusedCall& cal
 // is explained once. Leaves errno = error.
 void note_failed_guarded_call(const char* operation, int fd, Description* d, int error);
 
+// A guarded write open (of absolute `path`, with the `flags` passed on as the program asked) failed with
+// `error`: when the file is on a FUSE or append-only mount and the error is a store's refusal, said once
+// per file (appendonlyfs strict refuses an O_TRUNC open of an existing file). Leaves errno = error.
+[[gnu::cold, gnu::noinline]] void note_refused_guarded_open(const char* function, const char* path, int flags,
+                                                            int error);
+
+// A rename (rename, renameat, renameat2, or the raw system call) failed with `error`: when it is a
+// store's refusal and either path is on a FUSE or append-only mount, one line naming both paths, the
+// store, the error and that appendguard does not carry renames out on such a store (issue 26). Once per
+// target file. Leaves errno = error. The rename hooks call it on their failure path only.
+[[gnu::cold, gnu::noinline]] void note_refused_rename(const char* function, int olddirfd, const char* oldpath,
+                                                      int newdirfd, const char* newpath, int error);
+
 }  // namespace appendguard

@@ -176,6 +176,81 @@ class KernelAppendOnlyTest(harness.TempDirTest):
         self.assertEqual(violations(proc.stderr), [])
         self.assertEqual(read_bytes(path), HEADER + b"X" * 16)
 
+    # ------------------------------------------------------------------ a file guarded by nothing but +a
+
+    def test_unguarded_append_only_file_rplus_append_works_and_overwrite_is_said(self):
+        # Issue 23: "f.bin" matches no pattern and tmpfs is not a store: the kernel's EPERM used to reach the
+        # program unexplained. An "r+b" open that only appends is opened again with O_APPEND and works; a
+        # "wb" overwrite, which nothing can carry out on such a file, fails with one appendguard: line.
+        path = self.t("f.bin")
+        self.make_append_only(path, b"0123456789")
+        code = ("import sys\n"
+                "p = sys.argv[1]\n"
+                "with open(p, 'r+b') as f:\n"
+                "    f.seek(0, 2); f.write(b'abc')\n"
+                "try:\n"
+                "    open(p, 'wb').close()\n"
+                "    print('overwrite=ok')\n"
+                "except OSError as e:\n"
+                "    print('overwrite=' + str(e.errno))\n")
+        proc = harness.run([PYTHON, "-c", code, path])
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertEqual(read_bytes(path), b"0123456789abc")
+        self.assertIn("overwrite=1", proc.stdout)  # EPERM
+        lines = [line for line in proc.stderr.splitlines() if line.startswith("appendguard:")]
+        self.assertEqual(len(lines), 1, proc.stderr)
+        self.assertIn(path, lines[0])
+        self.assertIn("append-only attribute (chattr +a)", lines[0])
+        self.assertIn("O_TRUNC", lines[0])
+        self.assertEqual(violations(proc.stderr), [])
+
+    def test_unguarded_append_only_file_through_fopen(self):
+        # Issue 23: std::ofstream (torch.save) and C programs open through fopen, which the library left alone
+        # when the name matched no pattern: the kernel's EPERM came back without a word.
+        path = self.t("g.bin")
+        self.make_append_only(path, b"0123456789")
+        code = ("import ctypes, ctypes.util, os, sys\n"
+                "libc = ctypes.CDLL(None, use_errno=True)\n"
+                "libc.fopen.restype = ctypes.c_void_p\n"
+                "libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]\n"
+                "for a in ('fwrite', 'fseek', 'fclose'): getattr(libc, a).argtypes = None\n"
+                "p = sys.argv[1].encode()\n"
+                "f = libc.fopen(p, b'r+')\n"
+                "print('rplus=' + ('ok' if f else str(ctypes.get_errno())))\n"
+                "if f:\n"
+                "    libc.fseek(ctypes.c_void_p(f), ctypes.c_long(0), 2)\n"
+                "    libc.fwrite(b'abc', ctypes.c_size_t(1), ctypes.c_size_t(3), ctypes.c_void_p(f))\n"
+                "    print('close=%d' % libc.fclose(ctypes.c_void_p(f)))\n"
+                "f = libc.fopen(p, b'w')\n"
+                "print('w=' + ('ok' if f else str(ctypes.get_errno())))\n")
+        proc = harness.run([PYTHON, "-c", code, path])
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertEqual(proc.stdout.split(), ["rplus=ok", "close=0", "w=1"], proc.stderr)
+        self.assertEqual(read_bytes(path), b"0123456789abc")
+        lines = [line for line in proc.stderr.splitlines() if line.startswith("appendguard:")]
+        self.assertEqual(len(lines), 1, proc.stderr)
+        self.assertIn("append-only attribute (chattr +a)", lines[0])
+
+    def test_guarded_name_on_append_only_file_truncating_open_is_said(self):
+        # Issue 23: a *.safetensors file (guarded by name, on a tmpfs) with the attribute: save_file again, a
+        # second dcp.save, open "wb" fail EPERM at their truncating open, which used to be passed on quietly.
+        path = self.t("m.safetensors")
+        self.make_append_only(path, b"0123456789")
+        code = ("import sys\n"
+                "try:\n"
+                "    open(sys.argv[1], 'wb').write(b'new')\n"
+                "    print('overwrite=ok')\n"
+                "except OSError as e:\n"
+                "    print('overwrite=%d' % e.errno)\n")
+        proc = harness.run([PYTHON, "-c", code, path])
+        self.assertEqual(proc.stdout.split(), ["overwrite=1"], proc.stderr)
+        self.assertEqual(read_bytes(path), b"0123456789")
+        lines = [line for line in proc.stderr.splitlines() if line.startswith("appendguard:")]
+        self.assertEqual(len(lines), 1, proc.stderr)
+        self.assertIn(f'("{path}", O_WRONLY|O_CREAT|O_TRUNC', lines[0])
+        self.assertIn("append-only attribute (chattr +a)", lines[0])
+
+
 def main():
     why = missing_prerequisite()
     if why:

@@ -103,6 +103,31 @@ class UnguardedFailureTest(MountTest):
         self.assertIn(f"fuse.rclone at {mnt}", said[0])
         self.assertIn("APPENDGUARD_FS=fuse", said[0])
 
+    def test_a_guarded_open_the_store_refuses_is_said(self):
+        # Issue 23: appendonlyfs strict refuses an O_TRUNC open of an existing non-empty file; the library
+        # guards the mount and passes such an open on as asked, and used to say nothing of the EOPNOTSUPP.
+        self.mount("strict")
+        path = self.m("model.bin")
+        code = ("import sys\n"
+                "p = sys.argv[1]\n"
+                "open(p, 'wb').write(b'old')\n"
+                "for _ in range(2):\n"
+                "    try:\n"
+                "        open(p, 'wb').write(b'new')\n"
+                "        print('overwrite=ok')\n"
+                "    except OSError as e:\n"
+                "        print('overwrite=%d' % e.errno)\n")
+        proc = self.run_lib([PYTHON, "-c", code, path])
+        self.assertEqual(proc.stdout.split(), [f"overwrite={errno.EOPNOTSUPP}"] * 2, proc.stderr)
+        with open(self.b("model.bin"), "rb") as f:
+            self.assertEqual(f.read(), b"old")
+        said = [line for line in proc.stderr.splitlines() if line.startswith("appendguard:")]
+        self.assertEqual(len(said), 1, proc.stderr)  # once per file
+        self.assertIn(f'("{path}", O_WRONLY|O_CREAT|O_TRUNC', said[0])
+        self.assertIn(f"failed with EOPNOTSUPP: the store (fuse.appendonlyfs at {self.mnt}) refused the open",
+                      said[0])
+        self.assertIn("write under a new name", said[0])
+
     def test_nothing_is_said_off_fuse_or_for_other_errors(self):
         path = self.path("local.bin")
         with open(path, "wb") as f:

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+
 #include <cerrno>
 #include <string>
 
@@ -88,4 +90,71 @@ TEST_CASE("the FUSE mounts not guarded whole are listed by type and mount point"
   n = table.describe_unguarded_fuse(small, sizeof small);
   CHECK(n == 7);
   CHECK(std::string(small) == "fuse.ss");
+}
+
+TEST_CASE("a store's refusal of a guarded open names the file, the flags, the error and what works") {
+  for (int e : {EPERM, EOPNOTSUPP, ENOSYS, EACCES, EINVAL}) CHECK(is_store_refusal_of_open(e));
+  for (int e : {0, ENOENT, EIO, ENOSPC, EEXIST, EISDIR}) CHECK_FALSE(is_store_refusal_of_open(e));
+  char text[1024];
+  RefusedOpen f;
+  f.call = "openat";
+  f.path = "/mnt/s/f.bin";
+  f.flags = "O_WRONLY|O_CREAT|O_TRUNC";
+  f.error = EOPNOTSUPP;
+  f.store = "fuse.appendonlyfs at /mnt/s";
+  std::string s(text, format_refused_open(f, text, sizeof text));
+  CHECK(s.rfind("openat(\"/mnt/s/f.bin\", O_WRONLY|O_CREAT|O_TRUNC) failed with EOPNOTSUPP: the store "
+                "(fuse.appendonlyfs at /mnt/s) refused the open itself",
+                0) == 0);
+  CHECK(s.find("write under a new name") != std::string::npos);
+  CHECK(s.find("APPENDGUARD_") == std::string::npos);  // no setting is recommended: none works
+  char small[8];
+  CHECK(format_refused_open(f, small, sizeof small) == 7);
+}
+
+TEST_CASE("a write open of an append-only file is retried with O_APPEND only when the kernel takes it") {
+  CHECK(retries_on_append_only_file(EPERM, O_RDWR, O_WRONLY | O_APPEND));
+  CHECK(retries_on_append_only_file(EPERM, O_WRONLY, O_WRONLY | O_APPEND));
+  CHECK_FALSE(retries_on_append_only_file(EACCES, O_RDWR, O_WRONLY | O_APPEND));
+  CHECK_FALSE(retries_on_append_only_file(EPERM, O_WRONLY | O_TRUNC, O_WRONLY | O_TRUNC));
+  CHECK_FALSE(
+      retries_on_append_only_file(EPERM, O_WRONLY | O_APPEND | O_TRUNC, O_WRONLY | O_APPEND | O_TRUNC));
+  char text[1024];
+  AppendOnlyRefusal f;
+  f.call = "openat";
+  f.path = "/t/a";
+  f.flags = "O_WRONLY|O_CREAT|O_TRUNC";
+  std::string s(text, format_append_only_refusal(f, text, sizeof text));
+  CHECK(s.rfind("openat(\"/t/a\", O_WRONLY|O_CREAT|O_TRUNC) failed with EPERM: the file has the kernel's "
+                "append-only attribute (chattr +a)",
+                0) == 0);
+  CHECK(s.find("write under a new name") != std::string::npos);
+}
+
+TEST_CASE("a refused rename on a store is said with both paths and issue 26") {
+  for (int e : {EPERM, EOPNOTSUPP, ENOSYS, EACCES}) {
+    CHECK(notes_refused_rename(e, true));
+    CHECK_FALSE(notes_refused_rename(e, false));
+  }
+  for (int e : {0, ENOENT, EXDEV, EEXIST, ENOTEMPTY, EISDIR, EBUSY})
+    CHECK_FALSE(notes_refused_rename(e, true));
+  char text[1024];
+  RefusedRename f;
+  f.call = "renameat2";
+  f.old_path = "/mnt/h/.f.tmp";
+  f.new_path = "/mnt/h/f";
+  f.error = EPERM;
+  f.store = "fuse.appendonlyfs at /mnt/h";
+  std::string s(text, format_refused_rename(f, text, sizeof text));
+  CHECK(s.rfind("renameat2(\"/mnt/h/.f.tmp\", \"/mnt/h/f\") failed with EPERM: the store (fuse.appendonlyfs "
+                "at /mnt/h) refused the rename",
+                0) == 0);
+  CHECK(s.find("issue 26") != std::string::npos);
+  CHECK(s.find("both files are as they were") != std::string::npos);
+  f.append_only_target = true;
+  s.assign(text, format_refused_rename(f, text, sizeof text));
+  CHECK(s.rfind("renameat2(\"/mnt/h/.f.tmp\", \"/mnt/h/f\") failed with EPERM: the target has the kernel's "
+                "append-only attribute (chattr +a)",
+                0) == 0);
+  CHECK(s.find("write under a new name") != std::string::npos);
 }
