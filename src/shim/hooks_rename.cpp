@@ -1,10 +1,12 @@
-// rename, renameat, renameat2: seen and traced when either name is guarded, then performed unchanged
+// rename, renameat, renameat2: seen and traced when either name is guarded, then performed unchanged, and
+// a refusal by a store without rename said in one line
 // (the libc calls here, and the raw system calls through the system call layer, syscall_dispatch.cpp).
 // Carrying a rename out on a store without rename is for later (docs/limits.md).
 #include <stdio.h>
 
 #include "shim/guarded_paths.h"
 #include "shim/hook.h"
+#include "shim/store_refusal.h"
 #include "shim/syscall_dispatch.h"
 #include "shim/trace.h"
 
@@ -36,9 +38,14 @@ template <typename Real>
 [[gnu::always_inline]] inline int rename_hook(const char* operation, int old_dirfd, const char* old_path,
                                               int new_dirfd, const char* new_path, unsigned flags,
                                               Real&& real) {
-  if (__builtin_expect(current_mode() == Mode::kOff, 1) || InternalScope::active() || !tracing())
-    return real();
-  return rename_traced(operation, old_dirfd, old_path, new_dirfd, new_path, flags, real);
+  if (__builtin_expect(current_mode() == Mode::kOff, 1) || InternalScope::active()) return real();
+  int result =
+      tracing() ? rename_traced(operation, old_dirfd, old_path, new_dirfd, new_path, flags, real) : real();
+  // A store without rename (or a kernel append-only file) refusing it is said (issue 23: the quiet cells
+  // of rsync and safetensors' save on appendonlyfs hdfs and s3); carrying it out is issue 26's.
+  if (__builtin_expect(result < 0, 0))
+    note_refused_rename(operation, old_dirfd, old_path, new_dirfd, new_path, errno);
+  return result;
 }
 
 }  // namespace

@@ -128,6 +128,25 @@ class UnguardedFailureTest(MountTest):
                       said[0])
         self.assertIn("write under a new name", said[0])
 
+    def test_a_rename_the_store_refuses_is_said(self):
+        # Issue 23: appendonlyfs s3 (mountpoint-s3's rules) refuses rename with ENOSYS; rsync and safetensors
+        # 0.8 publish files by renaming a temporary one, and the library used to say nothing of it.
+        self.mount("s3")
+        code = ("import os, sys\n"
+                "d = sys.argv[1]\n"
+                "open(os.path.join(d, 'f.tmp'), 'wb').write(b'new')\n"
+                "try:\n"
+                "    os.rename(os.path.join(d, 'f.tmp'), os.path.join(d, 'f'))\n"
+                "    print('rename=ok')\n"
+                "except OSError as e:\n"
+                "    print('rename=%d' % e.errno)\n")
+        proc = self.run_lib([PYTHON, "-c", code, self.mnt])
+        self.assertEqual(proc.stdout.split(), [f"rename={errno.ENOSYS}"], proc.stderr)
+        said = [line for line in proc.stderr.splitlines() if line.startswith("appendguard:")]
+        self.assertEqual(len(said), 1, proc.stderr)
+        self.assertIn(self.m("f.tmp"), said[0])
+        self.assertIn("ENOSYS", said[0])
+
     def test_nothing_is_said_off_fuse_or_for_other_errors(self):
         path = self.path("local.bin")
         with open(path, "wb") as f:
