@@ -64,7 +64,8 @@ std::vector<RcloneProcess> read_rclone_processes() {
     read_all(base + "/environ", process.environ);
     char cwd[PATH_MAX];
     ssize_t length = readlink((base + "/cwd").c_str(), cwd, sizeof cwd);
-    if (length > 0 && static_cast<size_t>(length) < sizeof cwd) process.cwd.assign(cwd, static_cast<size_t>(length));
+    if (length > 0 && static_cast<size_t>(length) < sizeof cwd)
+      process.cwd.assign(cwd, static_cast<size_t>(length));
     found.push_back(std::move(process));
   }
   closedir(proc);

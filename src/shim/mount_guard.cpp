@@ -34,7 +34,9 @@ bool read_proc_file(const char* path, std::string& out, size_t limit) {
   return true;
 }
 
-bool read_mountinfo(std::string& out) { return read_proc_file("/proc/self/mountinfo", out, size_t{64} << 20); }
+bool read_mountinfo(std::string& out) {
+  return read_proc_file("/proc/self/mountinfo", out, size_t{64} << 20);
+}
 
 // The rclone processes this process can see (issue 23: the cache mode of an rclone mount is only on its
 // process's command line). Read only when mountinfo has an rclone mount: one getdents pass over /proc and
@@ -61,7 +63,8 @@ std::vector<RcloneProcess> read_rclone_processes() {
       read_proc_file((base + "/environ").c_str(), process.environ, size_t{1} << 20);
       char cwd[4096];
       long length = syscall(SYS_readlinkat, AT_FDCWD, (base + "/cwd").c_str(), cwd, sizeof cwd);
-      if (length > 0 && static_cast<size_t>(length) < sizeof cwd) process.cwd.assign(cwd, static_cast<size_t>(length));
+      if (length > 0 && static_cast<size_t>(length) < sizeof cwd)
+        process.cwd.assign(cwd, static_cast<size_t>(length));
       found.push_back(std::move(process));
     }
   }

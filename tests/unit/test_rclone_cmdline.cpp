@@ -33,9 +33,10 @@ const char* mode_for(const RcloneProcess& p, const char* mount_point) {
 }  // namespace
 
 TEST_CASE("rclone's cache mode comes from its command line, default off") {
-  auto writes = process(cmdline({"rclone", "mount", "remote:bucket", "/mnt/r", "--vfs-cache-mode", "writes"}));
+  auto writes =
+      process(cmdline({"rclone", "mount", "remote:bucket", "/mnt/r", "--vfs-cache-mode", "writes"}));
   CHECK(std::string(mode_for(writes, "/mnt/r")) == "writes");
-  CHECK(std::string(mode_for(writes, "/mnt/other")) == "unknown");  // it serves another mount point
+  CHECK(std::string(mode_for(writes, "/mnt/other")) == "unknown");     // it serves another mount point
   CHECK(std::string(mode_for(writes, "remote:bucket")) == "unknown");  // a source is not a mount point...
   auto full = process(cmdline({"/usr/bin/rclone", "mount", "--vfs-cache-mode=full", "s3:b", "/mnt/r/"}));
   CHECK(std::string(mode_for(full, "/mnt/r")) == "full");  // trailing slash ignored
@@ -62,7 +63,8 @@ TEST_CASE("rclone's cache mode from its environment, relative mount points, spac
   // The command line wins over the environment.
   auto flag = process(cmdline({"rclone", "mount", "s3:b", "/mnt/r", "--vfs-cache-mode", "off"}), env);
   CHECK(std::string(mode_for(flag, "/mnt/r")) == "off");
-  auto relative = process(cmdline({"rclone", "mount", "s3:b", "mnt", "--vfs-cache-mode", "full"}), "", "/home/u");
+  auto relative =
+      process(cmdline({"rclone", "mount", "s3:b", "mnt", "--vfs-cache-mode", "full"}), "", "/home/u");
   CHECK(std::string(mode_for(relative, "/home/u/mnt")) == "full");
   auto dot = process(cmdline({"rclone", "mount", "s3:b", "./mnt/"}), "", "/home/u/");
   CHECK(std::string(mode_for(dot, "/home/u/mnt")) == "off");
