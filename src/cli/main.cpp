@@ -336,6 +336,13 @@ int doctor_directory(const std::string& dir, const std::string& library, Reopen 
     std::printf("mount:          %s: type %s, source %s\n", mount.entry.mount_point.c_str(),
                 mount.entry.type.c_str(), mount.entry.source.c_str());
     std::printf("                options %s; %s\n", mount.options.c_str(), mount.super_options.c_str());
+    if (mount.entry.type == "fuse.rclone")
+      std::printf(
+          "                rclone --vfs-cache-mode %s%s\n", rclone_cache_mode_name(mount.entry.rclone_mode),
+          mount.entry.rclone_mode == RcloneCacheMode::kUnknown
+              ? " (its process is not visible here: taken as write-once)"
+          : is_rclone_cached(mount.entry) ? " (from its command line: not write-once, not guarded whole)"
+                                          : " (from its command line: write-once)");
   }
   MountSelection selection;
   if (const char* fs = getenv("APPENDGUARD_FS")) parse_mount_selection(fs, selection);

@@ -1,5 +1,6 @@
 #include "cli/mount_probe.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -42,6 +44,34 @@ std::string errno_word(int err) {
 
 }  // namespace
 
+std::vector<RcloneProcess> read_rclone_processes() {
+  std::vector<RcloneProcess> found;
+  auto read_all = [](const std::string& path, std::string& out) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return false;
+    out.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    return true;
+  };
+  DIR* proc = opendir("/proc");
+  if (!proc) return found;
+  while (const dirent* entry = readdir(proc)) {
+    if (entry->d_name[0] < '1' || entry->d_name[0] > '9') continue;
+    std::string base = std::string("/proc/") + entry->d_name;
+    std::string comm;
+    if (!read_all(base + "/comm", comm) || !is_rclone_comm(comm)) continue;
+    RcloneProcess process;
+    if (!read_all(base + "/cmdline", process.cmdline)) continue;
+    read_all(base + "/environ", process.environ);
+    char cwd[PATH_MAX];
+    ssize_t length = readlink((base + "/cwd").c_str(), cwd, sizeof cwd);
+    if (length > 0 && static_cast<size_t>(length) < sizeof cwd)
+      process.cwd.assign(cwd, static_cast<size_t>(length));
+    found.push_back(std::move(process));
+  }
+  closedir(proc);
+  return found;
+}
+
 bool mount_of(std::string_view mountinfo, std::string_view path, MountInfo& out) {
   bool found = false;
   size_t best = 0;
@@ -52,6 +82,7 @@ bool mount_of(std::string_view mountinfo, std::string_view path, MountInfo& out)
     MountEntry entry;
     if (!parse_mountinfo_line(line, entry) || !covers(entry.mount_point, path)) continue;
     if (found && entry.mount_point.size() < best) continue;
+    if (has_rclone_mount(line)) set_rclone_mode(entry, read_rclone_processes());
     MountInfo info;
     info.options = entry.options;
     info.super_options = entry.super_options;

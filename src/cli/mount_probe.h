@@ -21,6 +21,8 @@ struct MountInfo {
 // The mount of `mountinfo` (the text of /proc/self/mountinfo) holding the absolute, resolved `path`: the
 // longest mount point that is a prefix of it, the later line winning (mounted over). False if none.
 bool mount_of(std::string_view mountinfo, std::string_view path, MountInfo& out);
+// The rclone processes /proc shows (for an rclone mount's --vfs-cache-mode, as the library reads it).
+std::vector<RcloneProcess> read_rclone_processes();
 
 enum class Rule {
   kCreate,         // create a new file and write to it

@@ -16,9 +16,11 @@ constexpr std::array<std::string_view, 6> kKnownTypes = {"fuse.appendonlyfs",   
                                                          "fuse.rclone",          "fuse.gcsfuse"};
 constexpr std::array<std::string_view, 4> kKnownSources = {"fuse_dfs", "hadoop-fuse-dfs", "mountpoint-s3",
                                                            "gcsfuse"};
-// Write-once stores: every file is one sequential upload from offset 0 (rclone with --vfs-cache-mode off
-// cannot be told apart from its cached modes in mountinfo; holding is harmless there). appendonlyfs puts
-// its profile in its source ("appendonlyfs:s3").
+// Write-once stores: every file is one sequential upload from offset 0. rclone's cache mode is not in
+// mountinfo: it is read from the command line of the rclone process serving the mount
+// (core/rclone_cmdline.h); `writes` and `full` are neither write-once nor guarded whole (is_rclone_cached),
+// `off`, `minimal` and an rclone process that cannot be seen stay write-once. appendonlyfs puts its
+// profile in its source ("appendonlyfs:s3").
 constexpr std::array<std::string_view, 3> kWriteOnceTypes = {"fuse.rclone", "fuse.mountpoint-s3",
                                                              "fuse.gcsfuse"};
 constexpr std::array<std::string_view, 3> kWriteOnceSources = {"mountpoint-s3", "gcsfuse", "appendonlyfs:s3"};
@@ -80,7 +82,28 @@ bool is_fuse_type(std::string_view type) {
   return type == "fuse" || type == "fuseblk" || type.starts_with("fuse.") || type.starts_with("fuseblk.");
 }
 
+bool is_rclone_cached(const MountEntry& entry) {
+  return entry.type == "fuse.rclone" &&
+         (entry.rclone_mode == RcloneCacheMode::kWrites || entry.rclone_mode == RcloneCacheMode::kFull);
+}
+
+bool has_rclone_mount(std::string_view mountinfo) {
+  return mountinfo.find(" fuse.rclone ") != std::string_view::npos;
+}
+
+void set_rclone_mode(MountEntry& entry, const std::vector<RcloneProcess>& processes) {
+  if (entry.type != "fuse.rclone") return;
+  for (const RcloneProcess& process : processes) {
+    RcloneCacheMode mode = rclone_mode_serving(process, entry.mount_point);
+    if (mode != RcloneCacheMode::kUnknown) {
+      entry.rclone_mode = mode;
+      return;
+    }
+  }
+}
+
 StoreKind classify_store(const MountEntry& entry) {
+  if (is_rclone_cached(entry)) return StoreKind::kAppends;
   if (contains(kWriteOnceTypes, entry.type)) return StoreKind::kWriteOnce;
   if (is_fuse_type(entry.type) && contains(kWriteOnceSources, entry.source)) return StoreKind::kWriteOnce;
   return StoreKind::kAppends;
@@ -168,7 +191,7 @@ bool parse_mountinfo_line(std::string_view line, MountEntry& out) {
 bool is_append_only_mount(const MountEntry& entry, const MountSelection& selection) {
   if (selection.none()) return false;
   const bool fuse = is_fuse_type(entry.type);
-  if (selection.known &&
+  if (selection.known && !is_rclone_cached(entry) &&
       (contains(kKnownTypes, entry.type) || (fuse && contains(kKnownSources, entry.source)))) {
     return true;
   }
@@ -180,7 +203,8 @@ bool is_append_only_mount(const MountEntry& entry, const MountSelection& selecti
   return false;
 }
 
-void MountTable::load(std::string_view mountinfo, const MountSelection& selection) {
+void MountTable::load(std::string_view mountinfo, const MountSelection& selection,
+                      const std::vector<RcloneProcess>& rclone) {
   mounts_.clear();
   append_only_count_ = 0;
   unguarded_fuse_count_ = 0;
@@ -190,6 +214,7 @@ void MountTable::load(std::string_view mountinfo, const MountSelection& selectio
     mountinfo.remove_prefix(newline == std::string_view::npos ? mountinfo.size() : newline + 1);
     Mount mount;
     if (!parse_mountinfo_line(line, mount.entry)) continue;
+    set_rclone_mode(mount.entry, rclone);
     mount.append_only = is_append_only_mount(mount.entry, selection);
     mount.entry.kind = classify_store(mount.entry);
     if (mount.append_only) ++append_only_count_;

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/rclone_cmdline.h"
+
 namespace appendguard {
 
 // APPENDGUARD_FS: which mounts guard every file written on them, whatever its name.
@@ -40,26 +42,39 @@ struct MountEntry {
   std::string super_options;  // the file system's ("rw,user_id=0,group_id=0")
   StoreKind kind = StoreKind::kAppends;
   dev_t device = 0;  // from the major:minor field, as stat's st_dev shows it
+  // fuse.rclone only: the --vfs-cache-mode of the rclone process serving it (kUnknown: not seen).
+  RcloneCacheMode rclone_mode = RcloneCacheMode::kUnknown;
 };
+
+// Whether `entry` is an rclone mount whose cache accepts random writes like a local disk
+// (--vfs-cache-mode writes or full, seen on its process's command line): not a write-once store.
+bool is_rclone_cached(const MountEntry& entry);
+// Whether the mountinfo text has an rclone mount (then its processes are worth reading).
+bool has_rclone_mount(std::string_view mountinfo);
+// Sets entry.rclone_mode from the first of `processes` serving it (a fuse.rclone entry only).
+void set_rclone_mode(MountEntry& entry, const std::vector<RcloneProcess>& processes);
 
 // "fuse", "fuseblk", "fuse.rclone", "fuseblk.x": a FUSE mount's type.
 bool is_fuse_type(std::string_view type);
 
-// The kind of store `entry` is, from its type and source alone.
+// The kind of store `entry` is, from its type and source (and rclone's cache mode when it was seen).
 StoreKind classify_store(const MountEntry& entry);
 const char* store_kind_name(StoreKind kind);
 
 // One line of /proc/self/mountinfo; false if it is malformed.
 bool parse_mountinfo_line(std::string_view line, MountEntry& out);
 
-// Whether files on `entry` are guarded by `selection`.
+// Whether files on `entry` are guarded by `selection` (an rclone mount seen in cache mode writes or full
+// is not among the known stores: only an explicit item or `fuse` selects it).
 bool is_append_only_mount(const MountEntry& entry, const MountSelection& selection);
 
 // The mounts of a process, each marked append-only or not, looked up by path.
 class MountTable {
  public:
-  // Builds the table from mountinfo text. Later lines (mounted over earlier ones) win.
-  void load(std::string_view mountinfo, const MountSelection& selection);
+  // Builds the table from mountinfo text. Later lines (mounted over earlier ones) win. `rclone`: the
+  // rclone processes seen in /proc (their cache modes decide what each fuse.rclone mount is).
+  void load(std::string_view mountinfo, const MountSelection& selection,
+            const std::vector<RcloneProcess>& rclone = {});
   bool any_append_only() const { return append_only_count_ > 0; }
   // Whether some FUSE mount is not guarded whole: where a store may refuse a file we do not guard.
   bool any_unguarded_fuse() const { return unguarded_fuse_count_ > 0; }

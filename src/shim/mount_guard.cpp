@@ -1,10 +1,12 @@
 #include "shim/mount_guard.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <string>
+#include <vector>
 
 #include "core/lock.h"
 #include "shim/runtime.h"
@@ -16,8 +18,9 @@ std::atomic<const MountTable*> g_all_mounts{nullptr};
 
 namespace {
 
-bool read_mountinfo(std::string& out) {
-  int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, "/proc/self/mountinfo", O_RDONLY | O_CLOEXEC));
+// A /proc file's text, read with system calls (inside our own scope, no hook involved).
+bool read_proc_file(const char* path, std::string& out, size_t limit) {
+  int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC));
   if (fd < 0) return false;
   char buffer[16384];
   while (true) {
@@ -25,9 +28,48 @@ bool read_mountinfo(std::string& out) {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     out.append(buffer, static_cast<size_t>(n));
+    if (out.size() >= limit) break;
   }
   syscall(SYS_close, fd);
   return true;
+}
+
+bool read_mountinfo(std::string& out) {
+  return read_proc_file("/proc/self/mountinfo", out, size_t{64} << 20);
+}
+
+// The rclone processes this process can see (issue 23: the cache mode of an rclone mount is only on its
+// process's command line). Read only when mountinfo has an rclone mount: one getdents pass over /proc and
+// a 16-byte comm read per process. In another container or with /proc hidden none is seen, and every
+// rclone mount stays write-once.
+std::vector<RcloneProcess> read_rclone_processes() {
+  std::vector<RcloneProcess> found;
+  int dir = static_cast<int>(syscall(SYS_openat, AT_FDCWD, "/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir < 0) return found;
+  alignas(8) char entries[8192];
+  while (true) {
+    long n = syscall(SYS_getdents64, dir, entries, sizeof entries);
+    if (n <= 0) break;
+    for (long at = 0; at < n;) {
+      auto* entry = reinterpret_cast<struct dirent64*>(entries + at);
+      at += entry->d_reclen;
+      const char* name = entry->d_name;
+      if (name[0] < '1' || name[0] > '9') continue;
+      std::string base = std::string("/proc/") + name;
+      std::string comm;
+      if (!read_proc_file((base + "/comm").c_str(), comm, 64) || !is_rclone_comm(comm)) continue;
+      RcloneProcess process;
+      if (!read_proc_file((base + "/cmdline").c_str(), process.cmdline, size_t{1} << 20)) continue;
+      read_proc_file((base + "/environ").c_str(), process.environ, size_t{1} << 20);
+      char cwd[4096];
+      long length = syscall(SYS_readlinkat, AT_FDCWD, (base + "/cwd").c_str(), cwd, sizeof cwd);
+      if (length > 0 && static_cast<size_t>(length) < sizeof cwd)
+        process.cwd.assign(cwd, static_cast<size_t>(length));
+      found.push_back(std::move(process));
+    }
+  }
+  syscall(SYS_close, dir);
+  return found;
 }
 
 }  // namespace
@@ -37,7 +79,9 @@ void load_mount_table() {
   if (!read_mountinfo(text)) return;
   auto* table = new MountTable;
   // APPENDGUARD_FS=none: no mount is guarded whole, but the kinds still choose the reopen mode.
-  table->load(text, g_config->mounts);
+  std::vector<RcloneProcess> rclone;
+  if (has_rclone_mount(text)) rclone = read_rclone_processes();
+  table->load(text, g_config->mounts, rclone);
   g_all_mounts.store(table, std::memory_order_release);
   g_files.watch_untracked_failures(table->any_unguarded_fuse());
   g_mount_table.store(table->any_append_only() ? table : nullptr, std::memory_order_release);

@@ -13,7 +13,9 @@
 
 namespace appendguard {
 
-// Reads /proc/self/mountinfo (called while initializing, inside our own scope).
+// Reads /proc/self/mountinfo (called while initializing, inside our own scope), and when it has an rclone
+// mount, the command lines of the rclone processes in /proc (their --vfs-cache-mode decides whether the
+// mount is write-once: core/rclone_cmdline.h).
 void load_mount_table();
 // A guarded file is on `device`, which no mount of the table has: a mount made after the table was
 // read. Reads mountinfo again (at most once per such device, for at most 16 devices), so that the

@@ -39,7 +39,8 @@ def rclone_mounted(root, cache_mode="off", extra_args=(), timeout=20.0, on_mount
     os.mkdir(backing)
     os.mkdir(mount_dir)
     open(config, "w").close()
-    command = [RCLONE, "mount", backing, mount_dir, "--vfs-cache-mode", cache_mode, "--config", config,
+    mode_args = () if cache_mode is None else ("--vfs-cache-mode", cache_mode)  # None: rclone's default/env
+    command = [RCLONE, "mount", backing, mount_dir, *mode_args, "--config", config,
                "--cache-dir", os.path.join(base, "cache"), *extra_args]
     with open(log, "w") as out:
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
