@@ -111,7 +111,8 @@ size_t format_append_only_refusal(const AppendOnlyRefusal& f, char* out, size_t 
 
 bool notes_refused_rename(int error, bool either_path_on_store) {
   return either_path_on_store &&
-         (error == EPERM || error == EOPNOTSUPP || error == ENOSYS || error == EACCES);
+         (error == EPERM || error == EOPNOTSUPP || error == ENOSYS || error == EACCES ||
+          error == EIO);  // HDFS FUSE mounts answer a rename onto an existing file with EIO
 }
 
 size_t format_refused_rename(const RefusedRename& f, char* out, size_t capacity) {
@@ -149,7 +150,9 @@ bool ToldFiles::first_time(uint64_t key) {
       if (expected == key) return false;
     }
   }
-  return false;
+  keys_[next_replaced_.fetch_add(1, std::memory_order_relaxed) % kCapacity].store(key,
+                                                                                  std::memory_order_release);
+  return true;
 }
 
 namespace {

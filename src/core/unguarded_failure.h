@@ -90,15 +90,17 @@ struct RefusedRename {
 size_t format_refused_rename(const RefusedRename& f, char* out, size_t capacity);
 
 // The files already told about (device and inode, or a hash of the path for a file that does not
-// exist): at most kCapacity, then nothing more is said (the first notices are the useful ones).
+// exist): the last kCapacity of them. A file past those replaces the oldest, so that every file's first
+// refusal is said (a full set used to say nothing more: the 65th file a job saw refused was silent).
 class ToldFiles {
  public:
   static constexpr size_t kCapacity = 64;
-  // True the first time `key` is seen (and while there is room), false after.
+  // True the first time `key` is seen among the last kCapacity keys told, false after.
   bool first_time(uint64_t key);
 
  private:
   std::atomic<uint64_t> keys_[kCapacity] = {};
+  std::atomic<uint32_t> next_replaced_{0};
 };
 
 uint64_t file_key(dev_t device, ino_t inode);

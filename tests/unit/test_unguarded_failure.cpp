@@ -42,16 +42,19 @@ TEST_CASE("the notice names the file, the call, the errno, why it was not guarde
   CHECK(std::string(small) == "write of /mnt/c");
 }
 
-TEST_CASE("each file is told once, and a full set tells no more") {
+TEST_CASE("each file is told once, and past the set's capacity a new file is still told once") {
   ToldFiles told;
   CHECK(told.first_time(file_key(1, 2)));
   CHECK_FALSE(told.first_time(file_key(1, 2)));
   CHECK(told.first_time(file_key(2, 1)));
   CHECK(told.first_time(path_key("/a")));
   CHECK_FALSE(told.first_time(path_key("/a")));
-  for (uint64_t k = 100; told.first_time(k); ++k) {
-  }
+  for (uint64_t k = 100; k < 100 + 2 * ToldFiles::kCapacity; ++k) CHECK(told.first_time(k));
+  // The 65th file and every later one is told (a full set used to say nothing more), once while among the
+  // last kCapacity told.
+  CHECK(told.first_time(999999));
   CHECK_FALSE(told.first_time(999999));
+  CHECK_FALSE(told.first_time(100 + 2 * ToldFiles::kCapacity - 1));
 }
 
 TEST_CASE("a close is a store's refusal for the store errnos but EBADF (a double close)") {
@@ -132,7 +135,7 @@ TEST_CASE("a write open of an append-only file is retried with O_APPEND only whe
 }
 
 TEST_CASE("a refused rename on a store is said with both paths and issue 26") {
-  for (int e : {EPERM, EOPNOTSUPP, ENOSYS, EACCES}) {
+  for (int e : {EPERM, EOPNOTSUPP, ENOSYS, EACCES, EIO}) {
     CHECK(notes_refused_rename(e, true));
     CHECK_FALSE(notes_refused_rename(e, false));
   }
