@@ -140,7 +140,9 @@ TrackedFile* FileTable::acquire_file(dev_t device, ino_t inode, uint64_t size) {
   f->next_free = nullptr;
   live_files_[live_file_count_++] = f;
   live_file_count_published_.store(live_file_count_, std::memory_order_relaxed);
-  if (live_file_count_ == 1 && live_files_changed_) live_files_changed_(true);
+  // Every new file, not only the first: a child sharing our memory (vfork) that released files of the
+  // table may have told the callback there were none left.
+  if (live_files_changed_) live_files_changed_(true);
   return f;
 }
 

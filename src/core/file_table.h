@@ -264,7 +264,7 @@ class FileTable {
   void after_fork_parent();
   void after_fork_child();
 
-  // Called, with the registry held, when a first file becomes tracked and when the last one is released
+  // Called, with the registry held, when a file becomes tracked (true) and when the last one is released
   // (the raw-system-call layer traps only meanwhile: shim/syscall_dispatch.h). Set once, at start-up.
   void on_live_files_changed(void (*callback)(bool any)) { live_files_changed_ = callback; }
 

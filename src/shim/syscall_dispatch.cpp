@@ -135,6 +135,8 @@ constinit OncePerProcess g_told_unavailable;
 
 // When the first guarded file is opened: the selector follows (auto), or the layer says it is missing.
 void on_live_files_changed(bool any) {
+  // A child sharing our memory (vfork) must not switch its parent's selector off.
+  if (!owns_file_table()) return;
   if (armed()) {
     if (!g_always) set_selector(any ? SYSCALL_DISPATCH_FILTER_BLOCK : SYSCALL_DISPATCH_FILTER_ALLOW);
     return;

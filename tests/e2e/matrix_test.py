@@ -76,10 +76,23 @@ def copy_tree(source, target, append_only=False):
                 matrix_ops.set_append_only(os.path.join(into, name))
 
 
+# Cells known to break the rule, each with why (docs/stores.md says the same under the table). Every
+# other cell must obey it, and a cell listed here must break it exactly as described (test_rule).
+KNOWN_BREAKS = {
+    ("chattr", "save_file_again"):
+        "quiet: safetensors 0.8 renames its temporary file onto the existing chattr +a model.safetensors "
+        "with a raw renameat, in a process that has no guarded file open then (the names are not guarded "
+        "and tmpfs is not a store); APPENDGUARD_SYSCALLS=auto traps raw system calls only while a guarded "
+        "file is open, so the kernel's EPERM goes unexplained (fails the same without the library)",
+}
+
+
 def appendguard_lines(path):
     try:
         with open(path, errors="replace") as f:
-            return [line.rstrip("\n") for line in f if line.startswith("appendguard:")]
+            # A line of ours may follow what the program left unfinished on the line (tqdm's progress
+            # bar, as transformers' save_pretrained draws it, ends in a carriage return, not a newline).
+            return [line[line.index("appendguard: "):].rstrip("\n") for line in f if "appendguard: " in line]
     except OSError:
         return []
 
@@ -222,8 +235,16 @@ class MatrixTest(unittest.TestCase):
         lines = []
         for store, op, why in c["breaking"]:
             cell = self.results["stores"][store][op]
-            lines.append(f"{store} / {op}: {why} (without: {cell['plain']} {cell['plain_error']!r}; "
-                         f"with: {cell['lib_error']!r} {cell['lib_notes'][:1]})")
+            line = (f"{store} / {op}: {why} (without: {cell['plain']} {cell['plain_error']!r}; "
+                    f"with: {cell['lib_error']!r} {cell['lib_notes'][:1]})")
+            known = KNOWN_BREAKS.get((store, op))
+            # A known break must stay exactly what it is: failing as without the library, with no line.
+            if known and cell["plain"] == "fails" and cell["lib"] == "fails" and not cell["lib_notes"]:
+                continue
+            lines.append(line)
+        breaking = {(store, op) for store, op, _ in c["breaking"]}
+        lines += [f"{store} / {op}: listed in KNOWN_BREAKS but obeys the rule now: take it out"
+                  for store, op in KNOWN_BREAKS if (store, op) not in breaking]
         self.assertEqual(lines, [], f"{len(lines)} of {c['cells']} cells break the rule:\n" + "\n".join(lines))
 
     def test_doctor_agrees_with_the_matrix(self):
