@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <type_traits>
 
 #include "core/syscall_dispatch_policy.h"
 #include "report/report.h"
@@ -537,6 +538,21 @@ void* start_armed(void* data) {
   return start.routine(start.argument);
 }
 
+// TSan's runtime calls the next sigaction (ours, found by its dlsym) while it initializes, before it can
+// take the function-entry events its instrumentation emits (a TSan build of the library segfaulted in
+// every program). Under TSan these hooks are uninstrumented pass-throughs: the layer is off under
+// sanitizer runtimes anyway (arm_syscall_dispatch), so the program's SIGSYS needs no bookkeeping there.
+#if defined(__SANITIZE_THREAD__)
+#define APPENDGUARD_NOT_UNDER_TSAN __attribute__((no_sanitize_thread))
+#define APPENDGUARD_PASS_THROUGH_UNDER_TSAN(Type, name, ...)                       \
+  static std::type_identity_t<Type> next_##name = nullptr;                         \
+  if (!next_##name) next_##name = reinterpret_cast<Type>(dlsym(RTLD_NEXT, #name)); \
+  return next_##name(__VA_ARGS__)
+#else
+#define APPENDGUARD_NOT_UNDER_TSAN
+#define APPENDGUARD_PASS_THROUGH_UNDER_TSAN(Type, name, ...)
+#endif
+
 }  // namespace
 
 APPENDGUARD_HOOK int pthread_create(pthread_t* thread, const pthread_attr_t* attributes,
@@ -550,12 +566,16 @@ APPENDGUARD_HOOK int pthread_create(pthread_t* thread, const pthread_attr_t* att
   return result;
 }
 
-APPENDGUARD_HOOK int sigaction(int sig, const struct sigaction* action, struct sigaction* old) {
+APPENDGUARD_HOOK APPENDGUARD_NOT_UNDER_TSAN int sigaction(int sig, const struct sigaction* action,
+                                                          struct sigaction* old) {
+  APPENDGUARD_PASS_THROUGH_UNDER_TSAN(int (*)(int, const struct sigaction*, struct sigaction*), sigaction,
+                                      sig, action, old);
   if (sig == SIGSYS && program_sigsys_action(action, old)) return 0;
   return real_sigaction(sig, action, old);
 }
 
-APPENDGUARD_HOOK __sighandler_t signal(int sig, __sighandler_t handler) {
+APPENDGUARD_HOOK APPENDGUARD_NOT_UNDER_TSAN __sighandler_t signal(int sig, __sighandler_t handler) {
+  APPENDGUARD_PASS_THROUGH_UNDER_TSAN(__sighandler_t(*)(int, __sighandler_t), signal, sig, handler);
   if (sig == SIGSYS) {
     struct sigaction action = {};
     action.sa_handler = handler;
@@ -568,7 +588,9 @@ APPENDGUARD_HOOK __sighandler_t signal(int sig, __sighandler_t handler) {
 
 // A thread that blocks every signal (sigfillset, common in worker threads) keeps SIGSYS: dispatch's SIGSYS
 // cannot wait, and the kernel would end the process.
-APPENDGUARD_HOOK int pthread_sigmask(int how, const sigset_t* set, sigset_t* old) {
+APPENDGUARD_HOOK APPENDGUARD_NOT_UNDER_TSAN int pthread_sigmask(int how, const sigset_t* set, sigset_t* old) {
+  APPENDGUARD_PASS_THROUGH_UNDER_TSAN(int (*)(int, const sigset_t*, sigset_t*), pthread_sigmask, how, set,
+                                      old);
   if (__builtin_expect(!armed(), 1) || !set || how == SIG_UNBLOCK || !sigismember(set, SIGSYS))
     return real_pthread_sigmask(how, set, old);
   sigset_t kept = *set;
@@ -576,7 +598,8 @@ APPENDGUARD_HOOK int pthread_sigmask(int how, const sigset_t* set, sigset_t* old
   return real_pthread_sigmask(how, &kept, old);
 }
 
-APPENDGUARD_HOOK int sigprocmask(int how, const sigset_t* set, sigset_t* old) {
+APPENDGUARD_HOOK APPENDGUARD_NOT_UNDER_TSAN int sigprocmask(int how, const sigset_t* set, sigset_t* old) {
+  APPENDGUARD_PASS_THROUGH_UNDER_TSAN(int (*)(int, const sigset_t*, sigset_t*), sigprocmask, how, set, old);
   if (__builtin_expect(!armed(), 1) || !set || how == SIG_UNBLOCK || !sigismember(set, SIGSYS))
     return real_sigprocmask(how, set, old);
   sigset_t kept = *set;
