@@ -306,24 +306,6 @@ bool adopt_if_guarded(int fd, const char* function, const CarriedFd* carried, si
   return g_files.track(fd, open_record) != nullptr;
 }
 
-void adopt_received_descriptors(const char* operation, const msghdr* message) {
-  if (!owns_file_table()) return;
-  for (const cmsghdr* c = CMSG_FIRSTHDR(message); c;
-       c = CMSG_NXTHDR(const_cast<msghdr*>(message), const_cast<cmsghdr*>(c))) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    const unsigned char* data = CMSG_DATA(c);
-    for (size_t i = 0; i < count; ++i) {
-      int fd;
-      std::memcpy(&fd, data + i * sizeof(int), sizeof fd);
-      forget_if_stale(fd);
-      if (adopt_if_guarded(fd, "recvmsg (SCM_RIGHTS)", nullptr, 0) && tracing()) {
-        trace(operation, fd, g_files.lookup(fd)->path, fd, 0, "%s", "descriptor received (SCM_RIGHTS)");
-      }
-    }
-  }
-}
-
 char* read_whole_file(int fd, uint64_t size) {
   char* data = static_cast<char*>(std::malloc(size));
   if (!data) {

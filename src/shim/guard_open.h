@@ -55,7 +55,6 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
 // (core/carried_fds.h): with what that record says the program asked for, else with what the kernel
 // shows. Returns true if it was adopted.
 bool adopt_if_guarded(int fd, const char* function, const CarriedFd* carried, size_t carried_count);
-void adopt_received_descriptors(const char* operation, const msghdr* message);
 
 // ---------------------------------------------------------------- the real call, as decided
 
