@@ -127,13 +127,21 @@ def _rclone_s3(root, endpoint, cache_mode, extra_args):
                 f"endpoint = {endpoint}\nregion = us-east-1\n")
     command = [RCLONE, "mount", "moto:rclone", mount_dir, "--vfs-cache-mode", cache_mode, "--config", config,
                "--cache-dir", os.path.join(base, "cache"), *extra_args]
+    with _served(command, mount_dir, log, "rclone mount (S3)"):
+        yield mount_dir
+
+
+@contextlib.contextmanager
+def _served(command, mount_dir, log, what):
+    """Runs the FUSE client `command` (its output to `log`) until mount_dir is mounted; unmounts and stops it
+    at the end."""
     with open(log, "w") as out:
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                    env=_store_env())
     try:
-        _wait_mount(process, mount_dir, log, "rclone mount (S3)")
+        _wait_mount(process, mount_dir, log, what)
         e2e_support.ACTIVE_MOUNTS.add(mount_dir)
-        yield mount_dir
+        yield
     finally:
         _unmount(mount_dir)
         e2e_support.ACTIVE_MOUNTS.discard(mount_dir)
@@ -154,17 +162,8 @@ def _s3fs(root, endpoint):
     command = [S3FS, "s3fs", mount_dir, "-f", "-o",
                f"url={endpoint},use_path_request_style,passwd_file={passwd},"
                f"use_cache={os.path.join(base, 'cache')},stat_cache_expire=1"]
-    with open(log, "w") as out:
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                   env=_store_env())
-    try:
-        _wait_mount(process, mount_dir, log, "s3fs")
-        e2e_support.ACTIVE_MOUNTS.add(mount_dir)
+    with _served(command, mount_dir, log, "s3fs"):
         yield mount_dir
-    finally:
-        _unmount(mount_dir)
-        e2e_support.ACTIVE_MOUNTS.discard(mount_dir)
-        _stop(process)
 
 
 @contextlib.contextmanager
