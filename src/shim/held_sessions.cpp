@@ -307,8 +307,9 @@ void leave_descriptors_free(int fd) {
 }
 }  // namespace
 
-void close_parked_numbers() {
-  if (!g_any_parked.load(std::memory_order_relaxed) || !owns_file_table()) return;
+// Really closes the parked numbers `goes(parked)` picks, after taking them out of the set; keeps errno.
+template <typename Picks>
+void close_parked_where(Picks&& goes) {
   int error = errno;
   Parked gone[kMaxParked];
   size_t count = 0;
@@ -316,11 +317,10 @@ void close_parked_numbers() {
     HeldGuard guard;
     size_t kept = 0;
     for (size_t i = 0; i < g_parked_count; ++i) {
-      uint64_t end;
-      if (g_files.end_of_file_of(g_parked[i].device, g_parked[i].inode, end)) {
-        g_parked[kept++] = g_parked[i];
-      } else {
+      if (goes(g_parked[i])) {
         gone[count++] = g_parked[i];
+      } else {
+        g_parked[kept++] = g_parked[i];
       }
     }
     g_parked_count = kept;
@@ -328,9 +328,18 @@ void close_parked_numbers() {
   }
   for (size_t i = 0; i < count; ++i) {
     g_files.clear_closed_by_program(gone[i].fd);
-    real_close(gone[i].fd);  // a FLUSH after the upload ended: nothing to do for the store
+    real_close(gone[i].fd);
   }
   errno = error;
+}
+
+void close_parked_numbers() {
+  if (!g_any_parked.load(std::memory_order_relaxed) || !owns_file_table()) return;
+  // Those of files no longer open here: a FLUSH after the upload ended, nothing to do for the store.
+  close_parked_where([](const Parked& p) {
+    uint64_t end;
+    return !g_files.end_of_file_of(p.device, p.inode, end);
+  });
 }
 
 bool hold_instead_of_close(int fd, Description* d) {
@@ -478,28 +487,10 @@ __attribute__((noinline)) int close_taken_number(int fd) {
 void commit_held_range(unsigned first, unsigned last, const char* when, bool parked_too) {
   if (parked_too && g_any_parked.load(std::memory_order_relaxed) && owns_file_table()) {
     // The program installs or closes descriptors over parked numbers: they are really closed first.
-    int error = errno;
-    Parked gone[kMaxParked];
-    size_t count = 0;
-    {
-      HeldGuard guard;
-      size_t kept = 0;
-      for (size_t i = 0; i < g_parked_count; ++i) {
-        const unsigned fd = static_cast<unsigned>(g_parked[i].fd);
-        if (fd >= first && fd <= last) {
-          gone[count++] = g_parked[i];
-        } else {
-          g_parked[kept++] = g_parked[i];
-        }
-      }
-      g_parked_count = kept;
-      g_any_parked.store(kept != 0, std::memory_order_relaxed);
-    }
-    for (size_t i = 0; i < count; ++i) {
-      g_files.clear_closed_by_program(gone[i].fd);
-      real_close(gone[i].fd);
-    }
-    errno = error;
+    close_parked_where([first, last](const Parked& p) {
+      const unsigned fd = static_cast<unsigned>(p.fd);
+      return fd >= first && fd <= last;
+    });
   }
   if (!any_held_sessions() || !owns_file_table()) return;
   int error = errno;
