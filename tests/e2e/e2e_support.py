@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -23,7 +24,7 @@ import harness  # noqa: E402
 from harness import PYTHON, read_bytes, results, violations  # noqa: E402  (re-exported for the tests)
 
 __all__ = ["aofs", "harness", "PYTHON", "read_bytes", "results", "violations", "AOFS", "E2E_BIN", "DCP",
-           "e2e_program", "e2e_script", "files_of", "MountTest", "main"]
+           "e2e_program", "e2e_script", "files_of", "settled", "MountTest", "main"]
 
 AOFS = os.environ.get("APPENDONLYFS", "")
 E2E_BIN = os.environ.get("APPENDGUARD_E2E_BIN", "")
@@ -48,6 +49,19 @@ def files_of(directory):
             full = os.path.join(base, name)
             out[os.path.relpath(full, directory)] = read_bytes(full)
     return out
+
+
+def settled(path, timeout=5.0, interval=0.1):
+    """The bytes at path once two reads `interval` seconds apart agree (rclone finishes an upload after the
+    close), or what is there at the timeout (None if nothing)."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        data = read_bytes(path) if os.path.exists(path) else None
+        if data == last and data is not None or time.monotonic() > deadline:
+            return data
+        last = data
+        time.sleep(interval)
 
 
 class MountTest(harness.TempDirTest):

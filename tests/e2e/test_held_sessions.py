@@ -50,15 +50,7 @@ class HeldSessions:
         self.mnt, self.backing = self.store()
 
     def settled(self, path, timeout=5.0):
-        """The bytes at path once two reads 50 ms apart agree (rclone finishes an upload after close)."""
-        deadline = time.monotonic() + timeout
-        last = None
-        while True:
-            data = read_bytes(path) if os.path.exists(path) else None
-            if data == last and data is not None or time.monotonic() > deadline:
-                return data
-            last = data
-            time.sleep(0.05)
+        return e2e_support.settled(path, timeout, interval=0.05)
 
     def test_dcp_imitation_with_library_alone_is_byte_identical_to_local(self):
         local = os.path.join(self.dir, "local")

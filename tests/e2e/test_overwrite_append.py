@@ -19,7 +19,6 @@ rclone unless APPENDGUARD_REQUIRE_FUSE=1.
 import os
 import subprocess
 import sys
-import time
 import unittest
 
 import e2e_support
@@ -57,15 +56,7 @@ def commands(src, target):
 
 class Cases:
     def settled(self, path, timeout=5.0):
-        """The bytes at path once two reads 100 ms apart agree (rclone finishes an upload after close)."""
-        deadline = time.monotonic() + timeout
-        last = None
-        while True:
-            data = read_bytes(path) if os.path.exists(path) else None
-            if data == last and data is not None or time.monotonic() > deadline:
-                return data
-            last = data
-            time.sleep(0.1)
+        return e2e_support.settled(path, timeout)
 
     def reference(self, name):
         local = os.path.join(self.dir, "local")

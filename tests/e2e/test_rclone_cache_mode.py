@@ -10,7 +10,6 @@ Exits 77 without FUSE or rclone unless APPENDGUARD_REQUIRE_FUSE=1.
 """
 import os
 import subprocess
-import time
 import unittest
 
 import e2e_support
@@ -31,14 +30,7 @@ def commands(src, target):
 
 class Cases:
     def settled(self, path, timeout=5.0):
-        deadline = time.monotonic() + timeout
-        last = None
-        while True:
-            data = read_bytes(path) if os.path.exists(path) else None
-            if data == last and data is not None or time.monotonic() > deadline:
-                return data
-            last = data
-            time.sleep(0.1)
+        return e2e_support.settled(path, timeout)
 
     def run_case(self, name, file_name):
         """(local bytes, with-library process, bytes on the store after it)."""
