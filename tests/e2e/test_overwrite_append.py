@@ -18,8 +18,6 @@ rclone unless APPENDGUARD_REQUIRE_FUSE=1.
 """
 import os
 import subprocess
-import sys
-import unittest
 
 import e2e_support
 from e2e_support import PYTHON, harness, read_bytes
