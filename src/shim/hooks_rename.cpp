@@ -1,10 +1,11 @@
 // rename, renameat, renameat2: seen and traced when either name is guarded, then performed unchanged, and
 // a refusal by a store without rename said in one line
 // (the libc calls here, and the raw system calls through the system call layer, syscall_dispatch.cpp).
-// Carrying a rename out on a store without rename is for later (docs/limits.md).
+// On a store without rename, a rename of a file this process wrote is carried out (shim/spool.h).
 #include <stdio.h>
 
 #include "shim/guarded_paths.h"
+#include "shim/spool.h"
 #include "shim/hook.h"
 #include "shim/store_refusal.h"
 #include "shim/syscall_dispatch.h"
@@ -39,12 +40,19 @@ template <typename Real>
                                               int new_dirfd, const char* new_path, unsigned flags,
                                               Real&& real) {
   if (__builtin_expect(current_mode() == Mode::kOff, 1) || InternalScope::active()) return real();
-  int result =
-      tracing() ? rename_traced(operation, old_dirfd, old_path, new_dirfd, new_path, flags, real) : real();
-  // A store without rename (or a kernel append-only file) refusing it is said (issue 23: the quiet cells
-  // of rsync and safetensors' save on appendonlyfs hdfs and s3); carrying it out is issue 26's.
-  if (__builtin_expect(result < 0, 0))
-    note_refused_rename(operation, old_dirfd, old_path, new_dirfd, new_path, errno);
+  int result = 0;
+  // A spooled source is not on the store: its rename is its upload under the target name (issue 26).
+  if (__builtin_expect(any_spooled(), 0) &&
+      rename_spooled_source(old_dirfd, old_path, new_dirfd, new_path, flags, result))
+    return result;
+  result = tracing() ? rename_traced(operation, old_dirfd, old_path, new_dirfd, new_path, flags, real) : real();
+  // A store without rename refusing it: carried out for a file this process wrote (copied on the store),
+  // else said (issue 23: the quiet cells of rsync and safetensors' save on appendonlyfs hdfs and s3).
+  if (__builtin_expect(result < 0, 0)) {
+    const int error = errno;
+    if (carry_out_refused_rename(old_dirfd, old_path, new_dirfd, new_path, flags, error, result)) return result;
+    note_refused_rename(operation, old_dirfd, old_path, new_dirfd, new_path, error);
+  }
   return result;
 }
 
