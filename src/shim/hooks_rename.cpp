@@ -58,6 +58,40 @@ template <typename Real>
 
 }  // namespace
 
+// unlink, unlinkat: the name of a spooled file is not on the store (shim/spool.h): forgotten, so that its
+// close uploads nothing. Traced when the name is guarded.
+template <typename Real>
+int unlink_hook(const char* operation, int dirfd, const char* path, int flags, Real&& real) {
+  if (__builtin_expect(current_mode() == Mode::kOff, 1) || InternalScope::active()) return real();
+  if (__builtin_expect(any_spooled(), 0) && !(flags & AT_REMOVEDIR) && unlink_spooled_name(dirfd, path)) {
+    if (tracing()) {
+      InternalScope internal;
+      trace(operation, -1, path, 0, 0, "%s", "a spooled file's name: forgotten, nothing uploaded at its close");
+    }
+    return 0;
+  }
+  if (!tracing()) return real();
+  char full[kMaxPath];
+  const bool guarded = guarded_path_at(dirfd, path, full);
+  int result = real();
+  if (guarded) {
+    keep_errno([&](int error) {
+      InternalScope internal;
+      trace(operation, -1, full, result, error, "flags=%#x%s", flags,
+            raw_system_call_in_progress() ? " (raw system call)" : "");
+    });
+  }
+  return result;
+}
+
+APPENDGUARD_HOOK int unlink(const char* path) {
+  return unlink_hook("unlink", AT_FDCWD, path, 0, [&] { return real_unlink(path); });
+}
+
+APPENDGUARD_HOOK int unlinkat(int dirfd, const char* path, int flags) {
+  return unlink_hook("unlinkat", dirfd, path, flags, [&] { return real_unlinkat(dirfd, path, flags); });
+}
+
 APPENDGUARD_HOOK int rename(const char* old_path, const char* new_path) {
   return rename_hook("rename", AT_FDCWD, old_path, AT_FDCWD, new_path, 0,
                      [&] { return real_rename(old_path, new_path); });

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
@@ -106,7 +107,7 @@ void sweep_named_leftovers(const char* dir) {
   while (dirent* e = readdir(d)) {
     if (std::strncmp(e->d_name, kNamedPrefix, sizeof kNamedPrefix - 1) != 0) continue;
     long pid = std::strtol(e->d_name + sizeof kNamedPrefix - 1, nullptr, 10);
-    if (pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) unlinkat(dirfd(d), e->d_name, 0);
+    if (pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) real_unlinkat(dirfd(d), e->d_name, 0);
   }
   closedir(d);
 }
@@ -120,7 +121,7 @@ int create_spool_file(const char* dir, int cloexec) {
   std::snprintf(name, sizeof name, "%s/%s%d-%u", dir, kNamedPrefix, static_cast<int>(raw_getpid()),
                 counter.fetch_add(1, std::memory_order_relaxed));
   fd = real_open(name, O_RDWR | O_CREAT | O_EXCL | cloexec, 0600);
-  if (fd >= 0) unlink(name);
+  if (fd >= 0) real_unlink(name);
   return fd;
 }
 
@@ -189,6 +190,7 @@ struct UploadMapping {
 int upload_child(void* arg) {
   auto* m = static_cast<UploadMapping*>(arg);
   UploadJob& job = m->job;
+  syscall(SYS_prctl, PR_SET_NAME, "appendguard-up", 0, 0, 0);  // its own name in ps, not the program's
   auto fail = [&](const char* step, int error) {
     job.step = step;
     job.error = error ? error : EIO;
@@ -229,7 +231,7 @@ int upload_child(void* arg) {
     }
     if (real_close(target) != 0 && status == 0) status = fail("close", errno);
   }
-  if (status == 0 && job.unlink_path[0] && unlink(job.unlink_path) != 0 && errno != ENOENT)
+  if (status == 0 && job.unlink_path[0] && real_unlink(job.unlink_path) != 0 && errno != ENOENT)
     status = fail("unlink", errno);
   job.done.store(1, std::memory_order_release);
   syscall(SYS_futex, &job.done, FUTEX_WAKE, 1, nullptr, nullptr, 0);
@@ -243,6 +245,7 @@ int run_upload(UploadMapping* m) {
   real_write(-1, nullptr, 0);
   real_close(-1);
   real_openat(-1, "", 0, 0);
+  real_unlink("");
   m->job.done.store(0, std::memory_order_relaxed);
   m->job.error = 0;
   m->job.step = "";
@@ -562,6 +565,21 @@ bool carry_out_refused_rename(int old_dirfd, const char* old_path, int new_dirfd
   }
   result = copy_error == 0 ? 0 : -1;
   errno = copy_error == 0 ? 0 : copy_error;
+  return true;
+}
+
+bool unlink_spooled_name(int dirfd, const char* path) {
+  if (!path || !owns_file_table()) return false;
+  PathLease lease(1);
+  char* full = lease.get(0);
+  if (!full || !resolve_full_path(dirfd, path, full)) return false;
+  SpoolGuard guard;
+  SpoolEntry* e = entry_by_store_path(full, true);
+  if (!e || e->owner != raw_getpid()) return false;
+  std::free(e->store_path);
+  e->store_path = nullptr;  // no name: nothing uploaded at its close
+  std::free(e->target);
+  e->target = nullptr;
   return true;
 }
 

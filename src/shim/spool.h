@@ -51,6 +51,10 @@ bool rename_spooled_source(int old_dirfd, const char* old_path, int new_dirfd, c
 bool carry_out_refused_rename(int old_dirfd, const char* old_path, int new_dirfd, const char* new_path,
                               unsigned flags, int error, int& result);
 
+// unlink/unlinkat of a spooled file's name (not on the store): true, and its close uploads nothing (a
+// temporary file removed before its close, as safetensors' tempfile does on an error).
+bool unlink_spooled_name(int dirfd, const char* path);
+
 // close_tracked: a file this process wrote on a store without rename is closed; remembered (the last 64),
 // so that a rename of it that the store refuses is carried out (DCP's .metadata.tmp is fsync'ed, so its
 // session is not held).

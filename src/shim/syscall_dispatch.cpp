@@ -352,6 +352,10 @@ long perform(const Registers& r, ucontext_t* uc) {
       return kernel_result(::renameat(fd(0), str(1), fd(2), str(3)));
     case RawCall::kRenameat2:
       return kernel_result(::renameat2(fd(0), str(1), fd(2), str(3), static_cast<unsigned>(a[4])));
+    case RawCall::kUnlink:
+      return kernel_result(::unlink(str(0)));
+    case RawCall::kUnlinkat:
+      return kernel_result(::unlinkat(fd(0), str(1), fd(2)));
     case RawCall::kFork:
       return perform_fork(uc, 0, 0, false, [] { return real_syscall(SYS_fork); });
     case RawCall::kClone:

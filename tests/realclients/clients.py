@@ -20,6 +20,8 @@ actions:
   dcp_default       dcp.save with the default FileSystemWriter (checkpoint_id=OUT_DIR), then dcp.load
   ACTION_twice      save_file, save_pretrained, hub_save, accelerate_save, dcp_default twice into OUT_DIR
   several           clients.py several OUT_DIR A,B,...: each action into OUT_DIR/A, OUT_DIR/B (one process)
+  try_each          the same, going on after a failure, which it prints as "failed: ACTION: ERROR"
+  save_big          clients.py save_big OUT_DIR [MIB]: save_file of MIB (48) MiB, "saving" printed before
 """
 import os
 import sys
@@ -228,6 +230,34 @@ def save_twice(action):
     return run
 
 
+def big_tensors(mib):
+    generator = torch.Generator().manual_seed(99)
+    return {"big.weight": torch.randn(mib << 18, generator=generator)}  # float32: 4 bytes each
+
+
+def save_big(out_dir, mib="48"):
+    """save_file of MIB MiB into OUT_DIR/model.safetensors; prints "saving" (flushed) just before."""
+    from safetensors.torch import save_file as st_save_file
+    tensors = big_tensors(int(mib))
+    print("saving", flush=True)
+    st_save_file(tensors, os.path.join(out_dir, "model.safetensors"))
+    print("ok: saved", flush=True)
+
+
+def try_each(out_dir, names):
+    """Each of the comma-separated actions into OUT_DIR/ACTION; prints "failed: ACTION: ERROR" or "ok: ..."."""
+    for name in names.split(","):
+        try:
+            ACTIONS[name](os.path.join(out_dir, name))
+        except BaseException as e:  # noqa: BLE001 (dcp raises CheckpointException, a BaseException)
+            if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                raise
+            # dcp's CheckpointException keeps each rank's exception (and its traceback) in `failures`.
+            inner = [str(v[0] if isinstance(v, tuple) else v) for v in getattr(e, "failures", {}).values()]
+            text = " | ".join([f"{type(e).__name__}: {e}", *inner]).replace("\n", " ")
+            print(f"failed: {name}: {text}", flush=True)
+
+
 def several(out_dir, names):
     """Each of the comma-separated actions into OUT_DIR/ACTION, in this one process (torch imported once)."""
     for name in names.split(","):
@@ -236,7 +266,7 @@ def several(out_dir, names):
 
 ACTIONS = {f.__name__: f for f in (dcp_save, make_shards, consolidate, consolidate4, dcp_two_ranks, torch_save,
                                    save_file, save_pretrained, hub_save, accelerate_save, dcp_default,
-                                   several)}
+                                   save_big, try_each, several)}
 ACTIONS.update({f.__name__: f for f in (save_twice(a) for a in ("save_file", "save_pretrained", "hub_save",
                                                                  "accelerate_save", "dcp_default"))})
 
@@ -245,7 +275,7 @@ if __name__ == "__main__":
         print(__doc__, file=sys.stderr)
         sys.exit(2)
     os.makedirs(sys.argv[2], exist_ok=True)
-    if sys.argv[1] == "several":
+    if sys.argv[1] in ("several", "try_each"):
         for name in sys.argv[3].split(","):
             os.makedirs(os.path.join(sys.argv[2], name), exist_ok=True)
     ACTIONS[sys.argv[1]](*sys.argv[2:])
