@@ -17,8 +17,8 @@ RenamePlan plan_rename(const RenameFacts& facts) {
   }
   if (facts.source == RenameSource::kSpooled) return RenamePlan::kUpload;
   if (facts.error == 0) return RenamePlan::kPassThrough;
-  const bool refused = facts.error == ENOSYS ||
-                       (!facts.store_renames && (facts.error == EPERM || facts.error == EOPNOTSUPP));
+  const bool refused =
+      facts.error == ENOSYS || (!facts.store_renames && (facts.error == EPERM || facts.error == EOPNOTSUPP));
   if (!refused) return RenamePlan::kPassThrough;
   return facts.source == RenameSource::kWritten ? RenamePlan::kCopy : RenamePlan::kExplain;
 }

@@ -13,9 +13,9 @@ bool spools_open(int flags, bool enforce, bool store_renames, bool spool_off);
 
 // Where a rename's source comes from.
 enum class RenameSource {
-  kSpooled,   // a spool file of this process (the store has nothing under the source name)
-  kWritten,   // a file this process wrote on the store (open here, or its write session held)
-  kUnknown,   // anything else
+  kSpooled,  // a spool file of this process (the store has nothing under the source name)
+  kWritten,  // a file this process wrote on the store (open here, or its write session held)
+  kUnknown,  // anything else
 };
 
 enum class RenamePlan {
@@ -27,9 +27,9 @@ enum class RenamePlan {
 
 struct RenameFacts {
   RenameSource source = RenameSource::kUnknown;
-  bool store_renames = true;      // the store holding the source and target (core/mount_table.h)
-  int error = 0;                  // the real rename's errno (0: not tried, or it worked)
-  unsigned flags = 0;             // renameat2's flags
+  bool store_renames = true;  // the store holding the source and target (core/mount_table.h)
+  int error = 0;              // the real rename's errno (0: not tried, or it worked)
+  unsigned flags = 0;         // renameat2's flags
 };
 
 // Before the real call: a spooled source is never on the store, so its rename is the upload.

@@ -5,8 +5,8 @@
 #include <stdio.h>
 
 #include "shim/guarded_paths.h"
-#include "shim/spool.h"
 #include "shim/hook.h"
+#include "shim/spool.h"
 #include "shim/store_refusal.h"
 #include "shim/syscall_dispatch.h"
 #include "shim/trace.h"
@@ -45,12 +45,14 @@ template <typename Real>
   if (__builtin_expect(any_spooled(), 0) &&
       rename_spooled_source(old_dirfd, old_path, new_dirfd, new_path, flags, result))
     return result;
-  result = tracing() ? rename_traced(operation, old_dirfd, old_path, new_dirfd, new_path, flags, real) : real();
+  result =
+      tracing() ? rename_traced(operation, old_dirfd, old_path, new_dirfd, new_path, flags, real) : real();
   // A store without rename refusing it: carried out for a file this process wrote (copied on the store),
   // else said (issue 23: the quiet cells of rsync and safetensors' save on appendonlyfs hdfs and s3).
   if (__builtin_expect(result < 0, 0)) {
     const int error = errno;
-    if (carry_out_refused_rename(old_dirfd, old_path, new_dirfd, new_path, flags, error, result)) return result;
+    if (carry_out_refused_rename(old_dirfd, old_path, new_dirfd, new_path, flags, error, result))
+      return result;
     note_refused_rename(operation, old_dirfd, old_path, new_dirfd, new_path, error);
   }
   return result;
@@ -66,7 +68,8 @@ int unlink_hook(const char* operation, int dirfd, const char* path, int flags, R
   if (__builtin_expect(any_spooled(), 0) && !(flags & AT_REMOVEDIR) && unlink_spooled_name(dirfd, path)) {
     if (tracing()) {
       InternalScope internal;
-      trace(operation, -1, path, 0, 0, "%s", "a spooled file's name: forgotten, nothing uploaded at its close");
+      trace(operation, -1, path, 0, 0, "%s",
+            "a spooled file's name: forgotten, nothing uploaded at its close");
     }
     return 0;
   }

@@ -22,10 +22,10 @@
 #include "shim/guard_open.h"
 #include "shim/guard_size.h"
 #include "shim/held_sessions.h"
-#include "shim/spool.h"
 #include "shim/mount_guard.h"
 #include "shim/path_scratch.h"
 #include "shim/real_io.h"
+#include "shim/spool.h"
 #include "shim/syscall_dispatch.h"
 
 namespace appendguard {

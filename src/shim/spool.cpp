@@ -3,8 +3,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/futex.h>
 #include <linux/fs.h>
+#include <linux/futex.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -107,7 +107,8 @@ void sweep_named_leftovers(const char* dir) {
   while (dirent* e = readdir(d)) {
     if (std::strncmp(e->d_name, kNamedPrefix, sizeof kNamedPrefix - 1) != 0) continue;
     long pid = std::strtol(e->d_name + sizeof kNamedPrefix - 1, nullptr, 10);
-    if (pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) real_unlinkat(dirfd(d), e->d_name, 0);
+    if (pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+      real_unlinkat(dirfd(d), e->d_name, 0);
   }
   closedir(d);
 }
@@ -166,15 +167,15 @@ bool was_written_here(dev_t device, ino_t inode) {
 // ---- The upload: a child process sharing our memory, which a SIGKILL of the writer does not stop ----
 
 struct UploadJob {
-  int source_fd;             // read with pread from 0
-  uint64_t source_bytes;     // bytes read from the source
-  uint64_t total;            // written in all (zeros after the source's bytes)
-  int target_flags;          // O_WRONLY|O_CREAT|O_TRUNC, or O_EXCL for RENAME_NOREPLACE
-  char target[kMaxPath];     // absolute
+  int source_fd;               // read with pread from 0
+  uint64_t source_bytes;       // bytes read from the source
+  uint64_t total;              // written in all (zeros after the source's bytes)
+  int target_flags;            // O_WRONLY|O_CREAT|O_TRUNC, or O_EXCL for RENAME_NOREPLACE
+  char target[kMaxPath];       // absolute
   char unlink_path[kMaxPath];  // absolute, "" for none: the source on the store, removed at the end
   std::atomic<uint32_t> done;
-  int error;                 // 0, or the errno of the failed step
-  const char* step;          // "open", "read", "write", "close", "unlink"
+  int error;         // 0, or the errno of the failed step
+  const char* step;  // "open", "read", "write", "close", "unlink"
   uint64_t written;
 };
 
@@ -381,8 +382,8 @@ int open_spooled(const OpenRequest& request, OpenDecision& decision) {
   }
   const char* dir = spool_dir();
   struct statvfs fs;
-  const bool room = statvfs(dir, &fs) == 0 &&
-                    spool_has_room(static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize, 0);
+  const bool room =
+      statvfs(dir, &fs) == 0 && spool_has_room(static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize, 0);
   int fd = room ? create_spool_file(dir, request.flags & O_CLOEXEC) : -1;
   if (fd < 0) {
     char why[96];
@@ -392,13 +393,15 @@ int open_spooled(const OpenRequest& request, OpenDecision& decision) {
       std::snprintf(why, sizeof why, "has less than 64 MiB free");
     }
     char message[2 * kMaxPath + 600];
-    std::snprintf(message, sizeof message,
-                  "%s: the store does not rename, so a file created with O_EXCL is written to the spool "
-                  "(APPENDGUARD_SPOOL=%s) and uploaded once under its final name at the rename; the spool %s, "
-                  "so this file is written on the store and copied at its rename (its bytes uploaded twice); "
-                  "set APPENDGUARD_SPOOL to a local directory with room (APPENDGUARD_SPOOL=off chooses this without the line); see "
-                  "docs/reference.md",
-                  decision.path, dir, why);
+    std::snprintf(
+        message, sizeof message,
+        "%s: the store does not rename, so a file created with O_EXCL is written to the spool "
+        "(APPENDGUARD_SPOOL=%s) and uploaded once under its final name at the rename; the spool %s, "
+        "so this file is written on the store and copied at its rename (its bytes uploaded twice); "
+        "set APPENDGUARD_SPOOL to a local directory with room (APPENDGUARD_SPOOL=off chooses this without "
+        "the line); see "
+        "docs/reference.md",
+        decision.path, dir, why);
     say(message);
     decision.spool = false;
     return kOpenOnStore;

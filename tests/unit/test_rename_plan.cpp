@@ -11,10 +11,10 @@ using namespace appendguard;
 TEST_CASE("a new file created with O_EXCL on a store without rename is spooled, nothing else") {
   const int tmp = O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC;  // safetensors' NamedTempFile
   CHECK(spools_open(tmp, true, false, false));
-  CHECK(spools_open(O_WRONLY | O_CREAT | O_EXCL, true, false, false));  // Python's "xb"
-  CHECK_FALSE(spools_open(tmp, true, true, false));                      // the store renames
-  CHECK_FALSE(spools_open(tmp, false, false, false));                    // audit mode
-  CHECK_FALSE(spools_open(tmp, true, false, true));                      // APPENDGUARD_SPOOL=off
+  CHECK(spools_open(O_WRONLY | O_CREAT | O_EXCL, true, false, false));         // Python's "xb"
+  CHECK_FALSE(spools_open(tmp, true, true, false));                            // the store renames
+  CHECK_FALSE(spools_open(tmp, false, false, false));                          // audit mode
+  CHECK_FALSE(spools_open(tmp, true, false, true));                            // APPENDGUARD_SPOOL=off
   CHECK_FALSE(spools_open(O_WRONLY | O_CREAT | O_TRUNC, true, false, false));  // "wb": may exist
   CHECK_FALSE(spools_open(O_RDONLY | O_CREAT | O_EXCL, true, false, false));
 }
