@@ -331,6 +331,11 @@ bool spool_sizes(int fd, uint64_t& end, uint64_t& total) {
   return true;
 }
 
+bool store_has(const char* path) {
+  struct stat64 st;
+  return fstatat64(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
 char* copy_string(const char* s) {
   size_t n = std::strlen(s) + 1;
   char* out = static_cast<char*>(std::malloc(n));
@@ -476,6 +481,9 @@ bool rename_spooled_source(int old_dirfd, const char* old_path, int new_dirfd, c
     device = e->device;
     inode = e->inode;
   }
+  // The program made a file of that name on the store by another open (tempfile's name passed to a
+  // writer): that file is the source, not the spool (the real rename, then the copy, take it).
+  if (store_has(old_full)) return false;
   InternalScope internal;
   RenameFacts facts;
   facts.source = RenameSource::kSpooled;
@@ -604,7 +612,10 @@ int upload_spooled_at_close(int fd, Description* d) {
   uint64_t end = 0;
   uint64_t total = 0;
   int error = 0;
-  if (spool_sizes(fd, end, total) && (!renamed || total != uploaded)) {
+  // Never renamed, and the store has the name (the program wrote it by another open of the name): that
+  // file stands; the spool's bytes are not uploaded over it.
+  const bool replaced_on_store = !renamed && store_has(name);
+  if (!replaced_on_store && spool_sizes(fd, end, total) && (!renamed || total != uploaded)) {
     InternalScope internal;
     // Never renamed: a new file, as the program created it (O_EXCL: never over a file made meanwhile).
     error = upload(renamed ? "written again after its rename, uploaded" : "closed, uploaded", name, fd, end,

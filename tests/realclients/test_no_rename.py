@@ -16,7 +16,7 @@ import signal
 import subprocess
 import time
 
-from e2e_support import files_of, violations
+from e2e_support import PYTHON, files_of, violations
 from realclients_support import CLIENT_PYTHON, ClientTest, client, main
 
 FAMILY = ["save_file", "save_pretrained", "hub_save", "accelerate_save", "dcp_default"]
@@ -141,6 +141,28 @@ class NoRenameTest(ClientTest):
                 except ChildProcessError:
                     pass
         self.fail("an upload process did not finish within 60 s")
+
+    def test_python_temporary_files_renamed_on_a_store_without_rename(self):
+        # tempfile.NamedTemporaryFile opens O_EXCL (spooled). Written through its descriptor and closed
+        # before os.replace: uploaded at the close, then copied at the rename. Written by name instead
+        # (another open of f.name: a new file on the store) and closed: the spool is not the file then,
+        # and the rename copies what the store has.
+        self.mount("s3")
+        code = ("import os, sys, tempfile\n"
+                "d = sys.argv[1]\n"
+                "f = tempfile.NamedTemporaryFile(dir=d, delete=False)\n"
+                "f.write(b'through the descriptor'); f.close()\n"
+                "os.replace(f.name, os.path.join(d, 'first'))\n"
+                "f = tempfile.NamedTemporaryFile(dir=d, delete=False)\n"
+                "with open(f.name, 'wb') as g: g.write(b'by name')\n"
+                "f.close()\n"
+                "os.replace(f.name, os.path.join(d, 'second'))\n"
+                "print('ok')\n")
+        proc = self.run_lib([PYTHON, "-c", code, self.mnt])
+        self.assertOk(proc)
+        self.assertEqual(proc.stdout.split(), ["ok"])
+        self.assertEqual([line for line in proc.stderr.splitlines() if line.startswith("appendguard:")], [])
+        self.assertEqual(files_of(self.backing), {"first": b"through the descriptor", "second": b"by name"})
 
     def test_a_spool_without_room_is_said_and_nothing_is_lost(self):
         self.mount("s3")
