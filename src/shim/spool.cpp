@@ -331,6 +331,28 @@ bool spool_sizes(int fd, uint64_t& end, uint64_t& total) {
   return true;
 }
 
+// Out of line: its buffers are not in the open's frame (issue 24: small thread stacks).
+[[gnu::noinline, gnu::cold]] void say_spool_unusable(const char* path, const char* dir, bool room,
+                                                     int error) {
+  char why[96];
+  if (room) {
+    std::snprintf(why, sizeof why, "cannot be used (%s)", errno_name(error));
+  } else {
+    std::snprintf(why, sizeof why, "has less than 64 MiB free");
+  }
+  PathLease lease(2);
+  char* message = lease.get(0);
+  if (!message) return;
+  std::snprintf(message, 2 * kMaxPath,
+                "%s: the store does not rename, so a file created with O_EXCL is written to the spool "
+                "(APPENDGUARD_SPOOL=%s) and uploaded once under its final name at the rename; the spool %s, "
+                "so this file is written on the store and copied at its rename (its bytes uploaded twice); "
+                "set APPENDGUARD_SPOOL to a local directory with room (APPENDGUARD_SPOOL=off chooses this "
+                "without the line); see docs/reference.md",
+                path, dir, why);
+  say(message);
+}
+
 bool store_has(const char* path) {
   struct stat64 st;
   return fstatat64(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0;
@@ -377,8 +399,10 @@ int open_spooled(const OpenRequest& request, OpenDecision& decision) {
     }
   }
   // The directory must exist on the store, as the real open would need it.
-  char parent[kMaxPath];
-  std::snprintf(parent, sizeof parent, "%s", decision.path);
+  PathLease lease(1);  // not on the stack (shim/path_scratch.h)
+  char* parent = lease.get(0);
+  if (!parent) return kOpenOnStore;
+  std::snprintf(parent, kMaxPath, "%s", decision.path);
   if (char* slash = std::strrchr(parent, '/'); slash && slash != parent) *slash = '\0';
   if (fstatat64(AT_FDCWD, parent, &st, 0) != 0) return -1;
   if (!S_ISDIR(st.st_mode)) {
@@ -391,23 +415,7 @@ int open_spooled(const OpenRequest& request, OpenDecision& decision) {
       statvfs(dir, &fs) == 0 && spool_has_room(static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize, 0);
   int fd = room ? create_spool_file(dir, request.flags & O_CLOEXEC) : -1;
   if (fd < 0) {
-    char why[96];
-    if (room) {
-      std::snprintf(why, sizeof why, "cannot be used (%s)", errno_name(errno));
-    } else {
-      std::snprintf(why, sizeof why, "has less than 64 MiB free");
-    }
-    char message[2 * kMaxPath + 600];
-    std::snprintf(
-        message, sizeof message,
-        "%s: the store does not rename, so a file created with O_EXCL is written to the spool "
-        "(APPENDGUARD_SPOOL=%s) and uploaded once under its final name at the rename; the spool %s, "
-        "so this file is written on the store and copied at its rename (its bytes uploaded twice); "
-        "set APPENDGUARD_SPOOL to a local directory with room (APPENDGUARD_SPOOL=off chooses this without "
-        "the line); see "
-        "docs/reference.md",
-        decision.path, dir, why);
-    say(message);
+    say_spool_unusable(decision.path, dir, room, errno);
     decision.spool = false;
     return kOpenOnStore;
   }
@@ -453,8 +461,10 @@ bool spool_room_for(int fd, Description* d, uint64_t size) {
   if (statvfs(dir, &fs) != 0) return true;
   const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
   if (spool_has_room(free_bytes, size)) return true;
-  char message[kMaxPath + 700];
-  std::snprintf(message, sizeof message,
+  PathLease lease(2);  // not on the stack (shim/path_scratch.h)
+  char* message = lease.get(0);
+  if (!message) return false;
+  std::snprintf(message, 2 * kMaxPath,
                 "%s: the program reserves %llu bytes for a file the library spools (APPENDGUARD_SPOOL=%s, "
                 "%llu bytes free, 64 MiB kept free besides): the call fails with ENOSPC and nothing reaches "
                 "the store; set APPENDGUARD_SPOOL to a local directory with room, or APPENDGUARD_SPOOL=off "
