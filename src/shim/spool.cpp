@@ -475,6 +475,25 @@ bool spool_room_for(int fd, Description* d, uint64_t size) {
   return false;
 }
 
+bool is_spooled(const Description* d) {
+  SpoolGuard guard;
+  return entry_by_file(d->file->device, d->file->inode) != nullptr;
+}
+
+void say_spool_full(const char* operation, int fd, const Description* d) {
+  PathLease lease(2);  // not on the stack (shim/path_scratch.h)
+  char* message = lease.get(0);
+  if (!message) return;
+  std::snprintf(
+      message, 2 * kMaxPath,
+      "%s: %s (fd %d) failed: the spool (APPENDGUARD_SPOOL=%s) is full (the bytes written before stay "
+      "there until the file's rename or close). Set APPENDGUARD_SPOOL to a local directory with room "
+      "for the files written at once, or APPENDGUARD_SPOOL=off (written on the store and copied at "
+      "the rename); see docs/reference.md",
+      d->path, operation, fd, spool_dir());
+  say(message);
+}
+
 bool rename_spooled_source(int old_dirfd, const char* old_path, int new_dirfd, const char* new_path,
                            unsigned flags, int& result) {
   if (!old_path || !new_path || !owns_file_table()) return false;

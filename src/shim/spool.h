@@ -43,6 +43,11 @@ void register_spooled(const char* store_path, dev_t device, ino_t inode);
 // with ENOSPC, before anything reached the store).
 bool spool_room_for(int fd, Description* d, uint64_t size);
 
+// Whether `d` is a spooled file's description, and the line said when a write into it fails for want of
+// space (store_refusal.cpp: once per description).
+bool is_spooled(const Description* d);
+void say_spool_full(const char* operation, int fd, const Description* d);
+
 // The rename hooks. Returns true when the rename was carried out here (its result in `result`, errno
 // set): a spooled source (before the real call), or, after the real call failed with `error`, a source
 // this process wrote on a store that refused it.

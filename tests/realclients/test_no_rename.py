@@ -194,6 +194,24 @@ class NoRenameTest(ClientTest):
         self.assertIn("APPENDGUARD_SPOOL=off", said[0])
         self.assertEqual(files_of(self.b("out")), before)
         self.assertEqual(os.listdir(medium), [])
+        # During the writes (no preallocation to tell the size): the write fails ENOSPC, one line names the
+        # setting, and nothing reaches the store.
+        code = ("import os, sys, tempfile\n"
+                "f = tempfile.NamedTemporaryFile(dir=sys.argv[1], delete=False)\n"
+                "try:\n"
+                "    for _ in range(12): f.write(b'x' * (8 << 20)); f.flush()\n"
+                "except OSError as e:\n"
+                "    print('write=%d' % e.errno)\n")
+        small = self.path("small")
+        os.mkdir(small)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=66m", "tmpfs", small], check=True)
+        self.addCleanup(subprocess.run, ["umount", "-l", small], check=False)
+        os.mkdir(self.m("full"))
+        proc = self.run_lib([PYTHON, "-c", code, self.m("full")], APPENDGUARD_SPOOL=small)
+        self.assertIn("write=28", proc.stdout.split(), proc.stderr)
+        said = [line for line in proc.stderr.splitlines() if line.startswith("appendguard:")]
+        self.assertEqual(len(said), 1, proc.stderr)
+        self.assertIn(f"the spool (APPENDGUARD_SPOOL={small}) is full", said[0])
 
 
 if __name__ == "__main__":
