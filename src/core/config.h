@@ -63,6 +63,10 @@ struct Config {
   Prealloc prealloc = Prealloc::kDefer;
   SyscallLayer syscalls = SyscallLayer::kAuto;
   IoUring io_uring = IoUring::kRefuse;
+  // APPENDGUARD_SPOOL: the directory of spool files (empty: $TMPDIR, else /tmp); `spool_off`: none (a file
+  // created with O_EXCL on a store without rename is written there and copied at its rename).
+  std::string spool_dir;
+  bool spool_off = false;
 };
 
 struct ConfigResult {

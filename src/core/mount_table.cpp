@@ -25,6 +25,11 @@ constexpr std::array<std::string_view, 3> kWriteOnceTypes = {"fuse.rclone", "fus
                                                              "fuse.gcsfuse"};
 constexpr std::array<std::string_view, 3> kWriteOnceSources = {"mountpoint-s3", "gcsfuse", "appendonlyfs:s3"};
 
+// Stores whose rename fails ENOSYS (DESIGN.md section 6): mountpoint-s3 on general purpose buckets,
+// Databricks volumes; appendonlyfs's profiles of them put their name in the source.
+constexpr std::array<std::string_view, 3> kNoRenameSources = {"mountpoint-s3", "appendonlyfs:s3",
+                                                              "appendonlyfs:volumes"};
+
 template <size_t N>
 bool contains(const std::array<std::string_view, N>& list, std::string_view word) {
   for (std::string_view item : list) {
@@ -107,6 +112,11 @@ StoreKind classify_store(const MountEntry& entry) {
   if (contains(kWriteOnceTypes, entry.type)) return StoreKind::kWriteOnce;
   if (is_fuse_type(entry.type) && contains(kWriteOnceSources, entry.source)) return StoreKind::kWriteOnce;
   return StoreKind::kAppends;
+}
+
+bool store_renames(const MountEntry& entry) {
+  if (entry.type == "fuse.mountpoint-s3") return false;
+  return !(is_fuse_type(entry.type) && contains(kNoRenameSources, entry.source));
 }
 
 const char* store_kind_name(StoreKind kind) {
@@ -217,6 +227,7 @@ void MountTable::load(std::string_view mountinfo, const MountSelection& selectio
     set_rclone_mode(mount.entry, rclone);
     mount.append_only = is_append_only_mount(mount.entry, selection);
     mount.entry.kind = classify_store(mount.entry);
+    mount.entry.renames = store_renames(mount.entry);
     if (mount.append_only) ++append_only_count_;
     if (!mount.append_only && is_fuse_type(mount.entry.type)) ++unguarded_fuse_count_;
     mounts_.push_back(std::move(mount));
@@ -239,6 +250,11 @@ bool MountTable::knows_device(dev_t device) const {
 StoreKind MountTable::store_kind_of(std::string_view path) const {
   const Mount* mount = mount_of(path);
   return mount ? mount->entry.kind : StoreKind::kAppends;
+}
+
+bool MountTable::renames_at(std::string_view path) const {
+  const Mount* mount = mount_of(path);
+  return !mount || mount->entry.renames;
 }
 
 size_t MountTable::describe_unguarded_fuse(char* out, size_t capacity) const {

@@ -41,6 +41,9 @@ struct MountEntry {
   std::string options;        // per-mount options ("rw,nosuid,nodev")
   std::string super_options;  // the file system's ("rw,user_id=0,group_id=0")
   StoreKind kind = StoreKind::kAppends;
+  // Whether the store renames (false: mountpoint-s3, appendonlyfs s3 and volumes, whose rename fails
+  // ENOSYS; appendguard carries a rename of a file it wrote out itself there: shim/spool.h).
+  bool renames = true;
   dev_t device = 0;  // from the major:minor field, as stat's st_dev shows it
   // fuse.rclone only: the --vfs-cache-mode of the rclone process serving it (kUnknown: not seen).
   RcloneCacheMode rclone_mode = RcloneCacheMode::kUnknown;
@@ -60,6 +63,9 @@ bool is_fuse_type(std::string_view type);
 // The kind of store `entry` is, from its type and source (and rclone's cache mode when it was seen).
 StoreKind classify_store(const MountEntry& entry);
 const char* store_kind_name(StoreKind kind);
+// Whether the store of `entry` renames files: not mountpoint-s3 (general purpose buckets: ENOSYS; an S3
+// Express bucket, which renames, cannot be told apart in mountinfo), appendonlyfs s3 and volumes.
+bool store_renames(const MountEntry& entry);
 
 // One line of /proc/self/mountinfo; false if it is malformed.
 bool parse_mountinfo_line(std::string_view line, MountEntry& out);
@@ -91,6 +97,8 @@ class MountTable {
   const MountEntry* mount_entry_of(std::string_view path) const;
   // The kind of the mount holding `path` (any mount: a file guarded by name may be on any of them).
   StoreKind store_kind_of(std::string_view path) const;
+  // Whether the mount holding `path` renames (true off every known store without rename).
+  bool renames_at(std::string_view path) const;
 
  private:
   struct Mount {

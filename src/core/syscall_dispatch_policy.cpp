@@ -38,6 +38,8 @@ constexpr std::array<RawCall, kTableSize> make_table() {
   t[SYS_rename] = RawCall::kRename;
   t[SYS_renameat] = RawCall::kRenameat;
   t[SYS_renameat2] = RawCall::kRenameat2;
+  t[SYS_unlink] = RawCall::kUnlink;
+  t[SYS_unlinkat] = RawCall::kUnlinkat;
   t[SYS_fork] = RawCall::kFork;
   t[SYS_vfork] = RawCall::kFork;
   t[SYS_clone] = RawCall::kClone;

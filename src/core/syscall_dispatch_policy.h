@@ -35,6 +35,8 @@ enum class RawCall : uint8_t {
   kRename,
   kRenameat,
   kRenameat2,
+  kUnlink,
+  kUnlinkat,
   kFork,   // fork, vfork
   kClone,  // clone
   kClone3,

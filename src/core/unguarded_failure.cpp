@@ -131,9 +131,11 @@ size_t format_refused_rename(const RefusedRename& f, char* out, size_t capacity)
   const int n = std::snprintf(
       out, capacity,
       "%s(\"%.*s\", \"%.*s\") failed with %s: the store (%.*s) refused the rename (rsync and safetensors' "
-      "save_file publish a file by renaming a temporary one onto its name); appendguard does not yet carry "
-      "out renames on such a store (issue 26): write the file under its final name directly, or on a "
-      "local disk and copy it; both files are as they were; see docs/limits.md",
+      "save_file publish a file by renaming a temporary one onto its name); on a store without rename "
+      "(mountpoint-s3, Databricks volumes) appendguard carries out the rename of a file this process wrote "
+      "there, not of one another process or an earlier run wrote; on a store that cannot rename onto an "
+      "existing file (fuse_dfs) remove the target first; else write the file under its final name "
+      "directly, or on a local disk and copy it; both files are as they were; see docs/stores.md",
       f.call, length(f.old_path), f.old_path.data(), length(f.new_path), f.new_path.data(),
       linux_errno_name(f.error), length(f.store), f.store.data());
   return finished(n, out, capacity);

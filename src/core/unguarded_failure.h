@@ -74,9 +74,9 @@ size_t format_append_only_refusal(const AppendOnlyRefusal& f, char* out, size_t 
 bool retries_on_append_only_file(int error, int flags, int rewritten);
 
 // A rename the store refused (appendonlyfs hdfs and s3 refuse a rename onto an existing file, s3 any
-// rename): rsync and safetensors publish a file by renaming a temporary one, and appendguard does not carry
-// a rename out itself on such a store (issue 26). Whether to say so: a store's refusal (EPERM,
-// EOPNOTSUPP, ENOSYS, EACCES) with either path on a FUSE or guarded mount.
+// rename): rsync and safetensors publish a file by renaming a temporary one; appendguard carries a rename
+// out on a store without rename only for a file this process wrote (shim/spool.h). Whether to say so: a
+// store's refusal (EPERM, EOPNOTSUPP, ENOSYS, EACCES) with either path on a FUSE or guarded mount.
 bool notes_refused_rename(int error, bool either_path_on_store);
 struct RefusedRename {
   const char* call = "";  // "rename", "renameat2"...

@@ -145,6 +145,16 @@ std::string parse_io_uring(std::string_view v, const Variable& self, Config& con
   return parse_word(v, self, kWords, kValues, config.io_uring);
 }
 
+std::string parse_spool(std::string_view v, const Variable& self, Config& config) {
+  if (v == "off") {
+    config.spool_off = true;
+    return {};
+  }
+  if (v.empty() || v[0] != '/') return rejected(self);
+  config.spool_dir = std::string(v);
+  return {};
+}
+
 std::string parse_format(std::string_view v, const Variable& self, Config& config) {
   static constexpr const char* kWords[] = {"text", "json"};
   static constexpr bool kValues[] = {false, true};
@@ -285,6 +295,14 @@ constexpr Variable kVariables[] = {
      .help = "a raw io_uring_setup or io_setup in a process that writes guarded files: refused with ENOSYS "
              "(the program falls back to plain writes) or allowed (its writes are not seen); one line",
      .parse = parse_io_uring},
+    {.name = "APPENDGUARD_SPOOL",
+     .kind = VariableKind::kSetting,
+     .accepted = "an absolute directory, or off",
+     .default_value = "$TMPDIR, else /tmp",
+     .help = "where a file created with O_EXCL on a store without rename (mountpoint-s3, Databricks "
+             "volumes) is written until its rename uploads it once under the final name; off: written on "
+             "the store and copied at the rename",
+     .parse = parse_spool},
     // After APPENDGUARD_LOG: unset, its default depends on the log (parse_config).
     {.name = "APPENDGUARD_SUMMARY",
      .kind = VariableKind::kSetting,

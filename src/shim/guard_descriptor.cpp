@@ -14,6 +14,7 @@
 #include "shim/path_scratch.h"
 #include "shim/real_io.h"
 #include "shim/report_once.h"
+#include "shim/spool.h"
 #include "shim/store_refusal.h"
 #include "shim/trace.h"
 #include "shim/violation.h"
@@ -42,10 +43,15 @@ int close_tracked(int fd) {
   char* path = buffer.get() ? buffer.get() : no_memory;
   path[0] = '\0';
   RefusedCall refused{path, 0, 0, false};
+  int upload_error = 0;
   if (Description* d = g_files.lookup(fd)) {
     if ((d->starts_session || d->reused_session || d->site.written_back > 0) && hold_instead_of_close(fd, d))
       return 0;
     fill_reservation_before_close(fd, d);
+    // A spooled file's last descriptor: its bytes go to the store now (shim/spool.h).
+    if (any_spooled() && g_files.is_last_descriptor_of_file(fd) && upload_spooled_at_close(fd, d) != 0)
+      upload_error = errno;
+    if (g_config->mode == Mode::kEnforce) remember_closed_on_store(d);
     rewritten = rewritten_open(d) && !reported_already(d, kStoreRefusalReported);
     if ((traced || rewritten) && path != no_memory) std::snprintf(path, kMaxPath, "%s", d->path);
     refused = RefusedCall::of(d);
@@ -54,6 +60,10 @@ int close_tracked(int fd) {
   note_close(fd);
   int result = real_close(fd);
   close_parked_numbers();  // keeps errno
+  if (upload_error != 0 && result == 0) {
+    result = -1;
+    errno = upload_error;
+  }
   if (result < 0 && rewritten && is_store_refusal(errno)) {
     int error = errno;
     explain_store_refusal("close", fd, refused, error);

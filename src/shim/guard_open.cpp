@@ -104,6 +104,7 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
   decision.rewrite_existing = false;
   decision.exists = false;
   decision.hold = false;
+  decision.spool = false;
   decision.reuse_fd = -1;
   decision.reuse_end = 0;
   decision.flags = request.flags;
@@ -144,6 +145,8 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
     if (exists) refresh_mounts_for(st.st_dev);  // a store mounted after start-up
     decision.hold = hold_mode_for(decision.path);
     decision.flags = rewrite_open_flags(request.flags);
+    // A new file on a store without rename: the spool (shim/spool.h).
+    decision.spool = spools(request, decision, exists);
     // A file this process did not start (or no longer holds) cannot be appended to on a write-once
     // store: it is written anew.
     decision.rewrite_existing =
@@ -223,7 +226,7 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
     refresh_mounts_for(st.st_dev);
     decision_hold_after_open = hold_mode_for(decision.path);
   }
-  record.starts_session = (decision.hold || decision_hold_after_open) &&
+  record.starts_session = !decision.spool && (decision.hold || decision_hold_after_open) &&
                           ((decision.flags & O_TRUNC) || (!decision.exists && (decision.flags & O_CREAT)));
   if (record.starts_session) start_held_committer();  // not at the close: it may be in a signal handler
   if (decision.reuse_fd >= 0) {
@@ -247,6 +250,7 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
     errno = error;
     return fd;
   }
+  if (decision.spool) register_spooled(decision.path, st.st_dev, st.st_ino);
   count_event(g_summary.guarded_opens);
   if (decision.flags != request.flags) count_event(g_summary.rewritten_opens);
   if (g_config->mode == Mode::kAudit) report_open_in_audit(request, decision, fd, d, record.size);
@@ -258,6 +262,7 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
           effective_text, static_cast<unsigned long long>(record.size),
           record.reused_session   ? " (held session reused)"
           : record.starts_session ? " (session held at close)"
+          : decision.spool        ? " (spooled: uploaded at its rename or close)"
                                   : "");
   }
   errno = error;

@@ -18,6 +18,7 @@
 #include "core/write_all.h"
 #include "shim/path_scratch.h"
 #include "shim/real_io.h"
+#include "shim/spool.h"
 
 namespace appendguard {
 
@@ -36,6 +37,7 @@ struct OpenDecision {
   bool rewrite_existing = false;  // APPENDGUARD_REOPEN=rewrite: truncate and write the old bytes back
   bool exists = false;            // the file was there at the decision
   bool hold = false;              // sessions started by this open are held (shim/held_sessions.h)
+  bool spool = false;             // a new file on a store without rename, written to the spool (shim/spool.h)
   int reuse_fd = -1;              // a held session answers this open: its descriptor
   uint64_t reuse_end = 0;         // and the bytes written in it
   uint64_t written_back = 0;      // rewrite: the existing bytes read and written back after truncating
@@ -132,8 +134,10 @@ int reuse_held_descriptor(const OpenRequest& request, const OpenDecision& decisi
 template <typename Call>
 int open_as_decided(const OpenRequest& request, OpenDecision& decision, Call&& call) {
   int fd = decision.reuse_fd >= 0      ? reuse_held_descriptor(request, decision)
+           : decision.spool            ? open_spooled(request, decision)
            : decision.rewrite_existing ? reopen_by_rewriting(decision, (request.flags & O_APPEND) != 0, call)
                                        : call(decision.flags);
+  if (fd == kOpenOnStore) fd = call(decision.flags);
   return finish_open(request, decision, fd);
 }
 

@@ -11,6 +11,7 @@
 #include "core/eof_rule.h"
 #include "core/file_table.h"
 #include "shim/held_file.h"
+#include "shim/spool.h"
 #include "shim/trace.h"
 #include "shim/violation.h"
 
@@ -60,6 +61,12 @@ APPENDGUARD_SLOW_PATH int guarded_resize(const char* operation, int fd, Descript
     reserved = file->reserved_size;
   }
   const bool enforce = g_config->mode == Mode::kEnforce;
+  // A spooled file (shim/spool.h) whose reservation does not fit in the spool: ENOSPC, with one line.
+  if (enforce && any_spooled() && !spool_room_for(fd, d, end_after_resize(resize, end))) {
+    if (resize.returns_error) return ENOSPC;
+    errno = ENOSPC;
+    return -1;
+  }
   if (enforce && g_config->prealloc == Prealloc::kDefer && defer_resize_if_possible(operation, fd, d, resize))
     return 0;
   const bool is_noop = reserved <= end && resize_is_noop(resize, end);

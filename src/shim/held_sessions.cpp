@@ -433,6 +433,19 @@ void commit_held_before_read(int dirfd, const char* path) {
   errno = error;
 }
 
+bool commit_held_file(dev_t device, ino_t inode, const char* when) {
+  if (!any_held_sessions() || !owns_file_table()) return false;
+  HeldSession s;
+  {
+    HeldGuard guard;
+    if (!g_held.take_file(device, inode, s)) return false;
+  }
+  int error = errno;
+  commit(s, when);
+  errno = error;
+  return true;
+}
+
 void start_held_committer() {
   if (current_mode() == Mode::kEnforce) start_committer();  // sessions are held in enforce mode only
 }

@@ -44,6 +44,10 @@ struct HeldReuse {
 };
 bool take_held_for_open(dev_t device, ino_t inode, int flags, HeldReuse& out);
 
+// A held session of file (device, inode), if there is one, is committed (`when` for its report); true if
+// there was one (a rename the store refused of a file this process wrote and closed: shim/spool.h).
+bool commit_held_file(dev_t device, ino_t inode, const char* when);
+
 // A read-only open of a guarded path: a held session of the file is committed first, so that the reader
 // sees its bytes.
 void commit_held_before_read(int dirfd, const char* path);

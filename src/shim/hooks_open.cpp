@@ -22,7 +22,11 @@ template <typename Call>
   decide_open(request, decision);
   if (!decision.guarded && !decision.trace_only) {
     int fd = call(flags);
-    if (__builtin_expect(fd >= 0, 1)) return forget_if_stale(fd);
+    if (__builtin_expect(fd >= 0, 1)) {
+      // A new file of its own (a temporary one): raw calls are trapped while it is open (its rename).
+      if ((flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL)) note_exclusive_create(fd);
+      return forget_if_stale(fd);
+    }
     // A file with the kernel's append-only attribute: opened again with O_APPEND, guarded (issue 23),
     // by the one call of open_as_decided below (a second copy of it would grow every write open's frame).
     if (errno != EPERM || !decide_append_only_retry(request, decision)) {

@@ -1,11 +1,12 @@
 // rename, renameat, renameat2: seen and traced when either name is guarded, then performed unchanged, and
 // a refusal by a store without rename said in one line
 // (the libc calls here, and the raw system calls through the system call layer, syscall_dispatch.cpp).
-// Carrying a rename out on a store without rename is for later (docs/limits.md).
+// On a store without rename, a rename of a file this process wrote is carried out (shim/spool.h).
 #include <stdio.h>
 
 #include "shim/guarded_paths.h"
 #include "shim/hook.h"
+#include "shim/spool.h"
 #include "shim/store_refusal.h"
 #include "shim/syscall_dispatch.h"
 #include "shim/trace.h"
@@ -39,16 +40,60 @@ template <typename Real>
                                               int new_dirfd, const char* new_path, unsigned flags,
                                               Real&& real) {
   if (__builtin_expect(current_mode() == Mode::kOff, 1) || InternalScope::active()) return real();
-  int result =
+  int result = 0;
+  // A spooled source is not on the store: its rename is its upload under the target name (issue 26).
+  if (__builtin_expect(any_spooled(), 0) &&
+      rename_spooled_source(old_dirfd, old_path, new_dirfd, new_path, flags, result))
+    return result;
+  result =
       tracing() ? rename_traced(operation, old_dirfd, old_path, new_dirfd, new_path, flags, real) : real();
-  // A store without rename (or a kernel append-only file) refusing it is said (issue 23: the quiet cells
-  // of rsync and safetensors' save on appendonlyfs hdfs and s3); carrying it out is issue 26's.
-  if (__builtin_expect(result < 0, 0))
-    note_refused_rename(operation, old_dirfd, old_path, new_dirfd, new_path, errno);
+  // A store without rename refusing it: carried out for a file this process wrote (copied on the store),
+  // else said (issue 23: the quiet cells of rsync and safetensors' save on appendonlyfs hdfs and s3).
+  if (__builtin_expect(result < 0, 0)) {
+    const int error = errno;
+    if (carry_out_refused_rename(old_dirfd, old_path, new_dirfd, new_path, flags, error, result))
+      return result;
+    note_refused_rename(operation, old_dirfd, old_path, new_dirfd, new_path, error);
+  }
   return result;
 }
 
 }  // namespace
+
+// unlink, unlinkat: the name of a spooled file is not on the store (shim/spool.h): forgotten, so that its
+// close uploads nothing. Traced when the name is guarded.
+template <typename Real>
+int unlink_hook(const char* operation, int dirfd, const char* path, int flags, Real&& real) {
+  if (__builtin_expect(current_mode() == Mode::kOff, 1) || InternalScope::active()) return real();
+  if (__builtin_expect(any_spooled(), 0) && !(flags & AT_REMOVEDIR) && unlink_spooled_name(dirfd, path)) {
+    if (tracing()) {
+      InternalScope internal;
+      trace(operation, -1, path, 0, 0, "%s",
+            "a spooled file's name: forgotten, nothing uploaded at its close");
+    }
+    return 0;
+  }
+  if (!tracing()) return real();
+  char full[kMaxPath];
+  const bool guarded = guarded_path_at(dirfd, path, full);
+  int result = real();
+  if (guarded) {
+    keep_errno([&](int error) {
+      InternalScope internal;
+      trace(operation, -1, full, result, error, "flags=%#x%s", flags,
+            raw_system_call_in_progress() ? " (raw system call)" : "");
+    });
+  }
+  return result;
+}
+
+APPENDGUARD_HOOK int unlink(const char* path) {
+  return unlink_hook("unlink", AT_FDCWD, path, 0, [&] { return real_unlink(path); });
+}
+
+APPENDGUARD_HOOK int unlinkat(int dirfd, const char* path, int flags) {
+  return unlink_hook("unlinkat", dirfd, path, flags, [&] { return real_unlinkat(dirfd, path, flags); });
+}
 
 APPENDGUARD_HOOK int rename(const char* old_path, const char* new_path) {
   return rename_hook("rename", AT_FDCWD, old_path, AT_FDCWD, new_path, 0,

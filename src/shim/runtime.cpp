@@ -25,6 +25,7 @@
 #include "shim/mount_guard.h"
 #include "shim/path_scratch.h"
 #include "shim/real_io.h"
+#include "shim/spool.h"
 #include "shim/syscall_dispatch.h"
 
 namespace appendguard {
@@ -150,6 +151,7 @@ void initialize() {
   if (g_config->trace) atexit(flush_traces_at_exit);
   atexit(fill_reservations_at_exit);
   atexit(commit_held_at_exit);
+  atexit(upload_spooled_at_exit);  // before the held commits (atexit runs last-registered first)
   RuntimeState state = g_config->mode == Mode::kEnforce ? RuntimeState::kEnforce : RuntimeState::kAudit;
   g_runtime_state.store(static_cast<int>(state), std::memory_order_release);
   start_syscall_dispatch(*g_config);

@@ -16,6 +16,7 @@
 #include "shim/path_scratch.h"
 #include "shim/report_once.h"
 #include "shim/runtime.h"
+#include "shim/spool.h"
 
 namespace appendguard {
 
@@ -75,6 +76,10 @@ bool appends_on_write_once_store(const Description* d) {
 }  // namespace
 
 void note_failed_guarded_call(const char* operation, int fd, Description* d, int error) {
+  // A spooled file (shim/spool.h) whose spool filled up: the spool's setting is named, once per file.
+  if ((error == ENOSPC || error == EDQUOT) && any_spooled() && is_spooled(d) &&
+      first_report_of(d, kStoreRefusalReported))
+    say_spool_full(operation, fd, d);
   if ((rewritten_open(d) || appends_on_write_once_store(d)) && is_store_refusal(error) &&
       !programs_own_direct_io_error(fd, d, error) && first_report_of(d, kStoreRefusalReported))
     explain_store_refusal(operation, fd, RefusedCall::of(d), error);

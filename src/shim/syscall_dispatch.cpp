@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/ucontext.h>
 #include <sys/uio.h>
@@ -28,6 +29,7 @@
 #include <cstdio>
 #include <type_traits>
 
+#include "core/lock.h"
 #include "core/syscall_dispatch_policy.h"
 #include "report/report.h"
 #include "shim/hook.h"
@@ -134,12 +136,63 @@ void notice_once(OncePerProcess& once, const char* text) {
 
 constinit OncePerProcess g_told_unavailable;
 
+// Descriptors created with O_CREAT|O_EXCL that the library does not guard (note_exclusive_create): the
+// selector stays BLOCK while one is open. Under g_exclusive_lock, taken with every signal blocked.
+struct ExclusiveFd {
+  int fd;
+  dev_t device;
+  ino_t inode;
+};
+constexpr size_t kMaxExclusive = 16;
+constinit ExclusiveFd g_exclusive[kMaxExclusive] = {};
+constinit std::atomic<int> g_exclusive_count{0};
+constinit Lock g_exclusive_lock;
+constinit std::atomic<bool> g_any_live_file{false};
+
+class ExclusiveGuard {
+ public:
+  ExclusiveGuard() {
+    sigset_t all;
+    sigfillset(&all);
+    real_syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &old_, _NSIG / 8);
+    g_exclusive_lock.lock();
+  }
+  ~ExclusiveGuard() {
+    g_exclusive_lock.unlock();
+    real_syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old_, nullptr, _NSIG / 8);
+  }
+  ExclusiveGuard(const ExclusiveGuard&) = delete;
+  ExclusiveGuard& operator=(const ExclusiveGuard&) = delete;
+
+ private:
+  sigset_t old_;
+};
+
+// In the handler: the recorded descriptors that no longer refer to their file are dropped, and with none
+// left and no guarded file open the selector goes back to ALLOW.
+void sweep_exclusive() {
+  ExclusiveGuard guard;
+  int kept = 0;
+  const int count = g_exclusive_count.load(std::memory_order_relaxed);
+  for (int i = 0; i < count; ++i) {
+    struct stat st;
+    if (real_syscall(SYS_fstat, g_exclusive[i].fd, &st) == 0 && st.st_dev == g_exclusive[i].device &&
+        st.st_ino == g_exclusive[i].inode)
+      g_exclusive[kept++] = g_exclusive[i];
+  }
+  g_exclusive_count.store(kept, std::memory_order_relaxed);
+  if (kept == 0 && !g_always && !g_any_live_file.load(std::memory_order_relaxed))
+    set_selector(SYSCALL_DISPATCH_FILTER_ALLOW);
+}
+
 // When the first guarded file is opened: the selector follows (auto), or the layer says it is missing.
 void on_live_files_changed(bool any) {
   // A child sharing our memory (vfork) must not switch its parent's selector off.
   if (!owns_file_table()) return;
+  g_any_live_file.store(any, std::memory_order_relaxed);
   if (armed()) {
-    if (!g_always) set_selector(any ? SYSCALL_DISPATCH_FILTER_BLOCK : SYSCALL_DISPATCH_FILTER_ALLOW);
+    const bool block = any || g_exclusive_count.load(std::memory_order_relaxed) != 0;
+    if (!g_always) set_selector(block ? SYSCALL_DISPATCH_FILTER_BLOCK : SYSCALL_DISPATCH_FILTER_ALLOW);
     return;
   }
   if (!any || !g_say_unavailable ||
@@ -352,6 +405,10 @@ long perform(const Registers& r, ucontext_t* uc) {
       return kernel_result(::renameat(fd(0), str(1), fd(2), str(3)));
     case RawCall::kRenameat2:
       return kernel_result(::renameat2(fd(0), str(1), fd(2), str(3), static_cast<unsigned>(a[4])));
+    case RawCall::kUnlink:
+      return kernel_result(::unlink(str(0)));
+    case RawCall::kUnlinkat:
+      return kernel_result(::unlinkat(fd(0), str(1), fd(2)));
     case RawCall::kFork:
       return perform_fork(uc, 0, 0, false, [] { return real_syscall(SYS_fork); });
     case RawCall::kClone:
@@ -398,6 +455,7 @@ void on_sigsys(int sig, siginfo_t* info, void* context) {
   auto* uc = static_cast<ucontext_t*>(context);
   greg_t* g = uc->uc_mcontext.gregs;
   Registers r{info->si_syscall, g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]};
+  if (__builtin_expect(g_exclusive_count.load(std::memory_order_relaxed) != 0, 0)) sweep_exclusive();
   long result;
   if (__builtin_expect(classify_raw_call(r.number) == RawCall::kPass, 1)) {
     result = perform_unchanged(r);
@@ -417,6 +475,18 @@ void unavailable(const char* why, int error) {
 }
 
 }  // namespace
+
+void note_exclusive_create(int fd) {
+  if (!armed() || g_always || !owns_file_table()) return;
+  struct stat st;
+  if (real_syscall(SYS_fstat, fd, &st) != 0 || !S_ISREG(st.st_mode)) return;
+  ExclusiveGuard guard;
+  const int count = g_exclusive_count.load(std::memory_order_relaxed);
+  if (static_cast<size_t>(count) == kMaxExclusive) return;
+  g_exclusive[count] = {fd, st.st_dev, st.st_ino};
+  g_exclusive_count.store(count + 1, std::memory_order_relaxed);
+  set_selector(SYSCALL_DISPATCH_FILTER_BLOCK);
+}
 
 void start_syscall_dispatch(const Config& config) {
   if (config.syscalls == SyscallLayer::kOff) return;

@@ -26,6 +26,13 @@ bool raw_system_call_in_progress();
 // that dispatch did not send. False when the layer does not hold SIGSYS (the caller does the real call).
 bool program_sigsys_action(const struct sigaction* action, struct sigaction* old);
 
+// An open with O_CREAT|O_EXCL of a file the library does not guard succeeded (hooks_open.cpp): with
+// APPENDGUARD_SYSCALLS=auto the layer traps raw calls while that descriptor stays open, so that the raw
+// rename that publishes a temporary file (safetensors 0.8's, onto a chattr +a target) is seen and a
+// refusal said. Its closing is seen lazily: each trapped call checks that the descriptors recorded still
+// refer to their files (at most 16 are recorded).
+void note_exclusive_create(int fd);
+
 // A raw openat2 (hooks_open.cpp): openat's decision, performed with the program's open_how.
 int openat2_through_hook(int dirfd, const char* path, const open_how* how, size_t size);
 

@@ -78,13 +78,7 @@ def copy_tree(source, target, append_only=False):
 
 # Cells known to break the rule, each with why (docs/stores.md says the same under the table). Every
 # other cell must obey it, and a cell listed here must break it exactly as described (test_rule).
-KNOWN_BREAKS = {
-    ("chattr", "save_file_again"):
-        "quiet: safetensors 0.8 renames its temporary file onto the existing chattr +a model.safetensors "
-        "with a raw renameat, in a process that has no guarded file open then (the names are not guarded "
-        "and tmpfs is not a store); APPENDGUARD_SYSCALLS=auto traps raw system calls only while a guarded "
-        "file is open, so the kernel's EPERM goes unexplained (fails the same without the library)",
-}
+KNOWN_BREAKS = {}  # issue 23's last one (chattr +a, save_file_again) is said since issue 26
 
 
 def appendguard_lines(path):

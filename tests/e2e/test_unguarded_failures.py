@@ -7,7 +7,7 @@ import os
 import unittest
 
 import e2e_support
-from e2e_support import PYTHON, MountTest, main
+from e2e_support import PYTHON, MountTest, main, read_bytes
 from rclone_mount import RCLONE, rclone_mounted
 
 WRITER = r"""
@@ -130,22 +130,33 @@ class UnguardedFailureTest(MountTest):
 
     def test_a_rename_the_store_refuses_is_said(self):
         # Issue 23: appendonlyfs s3 (mountpoint-s3's rules) refuses rename with ENOSYS; rsync and safetensors
-        # 0.8 publish files by renaming a temporary one, and the library used to say nothing of it.
+        # 0.8 publish files by renaming a temporary one, and the library used to say nothing of it. Issue 26:
+        # a file this process wrote is renamed by the library (copied on the store); one another process
+        # wrote is still refused, and said.
         self.mount("s3")
         code = ("import os, sys\n"
                 "d = sys.argv[1]\n"
-                "open(os.path.join(d, 'f.tmp'), 'wb').write(b'new')\n"
+                "if sys.argv[2] == 'write': open(os.path.join(d, 'f.tmp'), 'wb').write(b'new')\n"
                 "try:\n"
                 "    os.rename(os.path.join(d, 'f.tmp'), os.path.join(d, 'f'))\n"
                 "    print('rename=ok')\n"
                 "except OSError as e:\n"
                 "    print('rename=%d' % e.errno)\n")
-        proc = self.run_lib([PYTHON, "-c", code, self.mnt])
+        self.assertOk(self.run_plain([PYTHON, "-c", "import sys; open(sys.argv[1], 'wb').write(b'old')",
+                                      self.m("f.tmp")]))
+        proc = self.run_lib([PYTHON, "-c", code, self.mnt, "rename"])
         self.assertEqual(proc.stdout.split(), [f"rename={errno.ENOSYS}"], proc.stderr)
         said = [line for line in proc.stderr.splitlines() if line.startswith("appendguard:")]
         self.assertEqual(len(said), 1, proc.stderr)
         self.assertIn(self.m("f.tmp"), said[0])
         self.assertIn("ENOSYS", said[0])
+        self.assertIn("carries out the rename of a file this process wrote there", said[0])
+        os.unlink(self.m("f.tmp"))
+        proc = self.run_lib([PYTHON, "-c", code, self.mnt, "write"])
+        self.assertEqual(proc.stdout.split(), ["rename=ok"], proc.stderr)
+        self.assertEqual(notices(proc.stderr), [], proc.stderr)
+        self.assertEqual(sorted(os.listdir(self.b(""))), ["f"])
+        self.assertEqual(read_bytes(self.b("f")), b"new")
 
     def test_nothing_is_said_off_fuse_or_for_other_errors(self):
         path = self.path("local.bin")

@@ -15,6 +15,13 @@ actions:
   save_file         safetensors.torch.save_file to OUT_DIR/model.safetensors
   save_pretrained   transformers save_pretrained of a tiny GPT-2 built from a config (no download), in
                     shards of 40 KB
+  hub_save          huggingface_hub save_torch_state_dict of the state dict, in shards of 40 KB
+  accelerate_save   accelerate Accelerator(cpu=True).save_state of a small model
+  dcp_default       dcp.save with the default FileSystemWriter (checkpoint_id=OUT_DIR), then dcp.load
+  ACTION_twice      save_file, save_pretrained, hub_save, accelerate_save, dcp_default twice into OUT_DIR
+  several           clients.py several OUT_DIR A,B,...: each action into OUT_DIR/A, OUT_DIR/B (one process)
+  try_each          the same, going on after a failure, which it prints as "failed: ACTION: ERROR"
+  save_big          clients.py save_big OUT_DIR [MIB]: save_file of MIB (48) MiB, "saving" printed before
 """
 import os
 import sys
@@ -170,12 +177,105 @@ def save_pretrained(out_dir):
     print(f"ok: save_pretrained wrote {sorted(os.listdir(out_dir))}")
 
 
+def hub_save(out_dir):
+    from huggingface_hub import save_torch_state_dict
+    from safetensors.torch import load_file
+    tensors = state_dict()
+    # Two files: every safetensors file through its own temporary file and rename.
+    save_torch_state_dict(tensors, out_dir, max_shard_size="40KB")
+    shards = sorted(n for n in os.listdir(out_dir) if n.endswith(".safetensors"))
+    if len(shards) < 2:
+        raise AssertionError(f"expected at least two shards, found {shards}")
+    loaded = {}
+    for name in shards:
+        loaded.update(load_file(os.path.join(out_dir, name)))
+    check_equal(loaded, tensors, out_dir)
+    print(f"ok: save_torch_state_dict wrote {sorted(os.listdir(out_dir))}")
+
+
+def accelerate_save(out_dir):
+    import random
+    import numpy
+    from accelerate import Accelerator
+    from safetensors.torch import load_file
+    random.seed(0)
+    numpy.random.seed(0)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Linear(32, 8))
+    accelerator = Accelerator(cpu=True)
+    model = accelerator.prepare(model)
+    accelerator.save_state(out_dir)
+    loaded = load_file(os.path.join(out_dir, "model.safetensors"))
+    check_equal(loaded, {k: v.detach() for k, v in model.state_dict().items()}, out_dir)
+    print(f"ok: accelerate save_state wrote {sorted(os.listdir(out_dir))}")
+
+
+def dcp_default(out_dir):
+    import torch.distributed.checkpoint as dcp
+    tensors = state_dict()
+    # The default FileSystemWriter: .metadata.tmp written and closed, then renamed onto .metadata.
+    dcp.save(tensors, checkpoint_id=out_dir)
+    loaded = {name: torch.empty_like(t) for name, t in tensors.items()}
+    dcp.load(loaded, checkpoint_id=out_dir)
+    check_equal(loaded, tensors, out_dir)
+    print(f"ok: dcp.save and dcp.load with the default writer: {sorted(os.listdir(out_dir))}")
+
+
+def save_twice(action):
+    """`action` run twice into the same OUT_DIR (the second save onto the names of the first)."""
+    def run(out_dir, *rest):
+        ACTIONS[action](out_dir, *rest)
+        ACTIONS[action](out_dir, *rest)
+    run.__name__ = action + "_twice"
+    return run
+
+
+def big_tensors(mib):
+    generator = torch.Generator().manual_seed(99)
+    return {"big.weight": torch.randn(mib << 18, generator=generator)}  # float32: 4 bytes each
+
+
+def save_big(out_dir, mib="48"):
+    """save_file of MIB MiB into OUT_DIR/model.safetensors; prints "saving" (flushed) just before."""
+    from safetensors.torch import save_file as st_save_file
+    tensors = big_tensors(int(mib))
+    print("saving", flush=True)
+    st_save_file(tensors, os.path.join(out_dir, "model.safetensors"))
+    print("ok: saved", flush=True)
+
+
+def try_each(out_dir, names):
+    """Each of the comma-separated actions into OUT_DIR/ACTION; prints "failed: ACTION: ERROR" or "ok: ..."."""
+    for name in names.split(","):
+        try:
+            ACTIONS[name](os.path.join(out_dir, name))
+        except BaseException as e:  # noqa: BLE001 (dcp raises CheckpointException, a BaseException)
+            if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                raise
+            # dcp's CheckpointException keeps each rank's exception (and its traceback) in `failures`.
+            inner = [str(v[0] if isinstance(v, tuple) else v) for v in getattr(e, "failures", {}).values()]
+            text = " | ".join([f"{type(e).__name__}: {e}", *inner]).replace("\n", " ")
+            print(f"failed: {name}: {text}", flush=True)
+
+
+def several(out_dir, names):
+    """Each of the comma-separated actions into OUT_DIR/ACTION, in this one process (torch imported once)."""
+    for name in names.split(","):
+        ACTIONS[name](os.path.join(out_dir, name))
+
+
 ACTIONS = {f.__name__: f for f in (dcp_save, make_shards, consolidate, consolidate4, dcp_two_ranks, torch_save,
-                                   save_file, save_pretrained)}
+                                   save_file, save_pretrained, hub_save, accelerate_save, dcp_default,
+                                   save_big, try_each, several)}
+ACTIONS.update({f.__name__: f for f in (save_twice(a) for a in ("save_file", "save_pretrained", "hub_save",
+                                                                 "accelerate_save", "dcp_default"))})
 
 if __name__ == "__main__":
     if len(sys.argv) < 3 or sys.argv[1] not in ACTIONS:
         print(__doc__, file=sys.stderr)
         sys.exit(2)
     os.makedirs(sys.argv[2], exist_ok=True)
+    if sys.argv[1] in ("several", "try_each"):
+        for name in sys.argv[3].split(","):
+            os.makedirs(os.path.join(sys.argv[2], name), exist_ok=True)
     ACTIONS[sys.argv[1]](*sys.argv[2:])

@@ -173,6 +173,20 @@ TEST_CASE("preallocation and whole-mount guarding") {
       "separated by commas); accepted: known (the default"));
 }
 
+TEST_CASE("the spool of files created on stores without rename") {
+  ConfigResult r = parse({{"APPENDGUARD", "1"}});
+  CHECK(r.config.spool_dir.empty());
+  CHECK_FALSE(r.config.spool_off);
+  CHECK(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_SPOOL", "/scratch/spool"}}).config.spool_dir ==
+        "/scratch/spool");
+  CHECK(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_SPOOL", "off"}}).config.spool_off);
+  for (const char* bad : {"", "relative/dir", "none"}) {
+    r = parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_SPOOL", bad}});
+    CHECK(r.error == std::string("appendguard: invalid APPENDGUARD_SPOOL='") + bad +
+                         "': accepted: an absolute directory, or off");
+  }
+}
+
 TEST_CASE("the time limit of held sessions") {
   CHECK(parse({{"APPENDGUARD", "1"}}).config.hold_seconds == 60);
   CHECK(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_HOLD_SECONDS", "0"}}).config.hold_seconds == 0);

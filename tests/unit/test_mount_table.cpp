@@ -127,6 +127,25 @@ TEST_CASE("each mount is classified as write-once or appending by its type and s
   CHECK(classify_store(e) == StoreKind::kAppends);  // a source name alone counts only on FUSE
 }
 
+TEST_CASE("stores without rename are known: mountpoint-s3, appendonlyfs s3 and volumes") {
+  MountTable t;
+  t.load(kMountinfo, MountSelection{});
+  CHECK_FALSE(t.renames_at("/mnt/s3/x"));          // mountpoint-s3 as plain "fuse"
+  CHECK_FALSE(t.renames_at("/mnt/with space/x"));  // appendonlyfs:s3
+  CHECK(t.renames_at("/mnt/aofs/x"));              // appendonlyfs:hdfs
+  CHECK(t.renames_at("/mnt/rclone/x"));
+  CHECK(t.renames_at("/home/x"));
+  MountEntry e;
+  REQUIRE(parse_mountinfo_line("51 22 0:51 / /s3 rw - fuse.mountpoint-s3 bucket rw", e));
+  CHECK_FALSE(store_renames(e));
+  REQUIRE(parse_mountinfo_line("52 22 0:52 / /v rw - fuse.appendonlyfs appendonlyfs:volumes rw", e));
+  CHECK_FALSE(store_renames(e));
+  REQUIRE(parse_mountinfo_line("53 22 0:53 / /g rw - fuse.gcsfuse bucket rw", e));
+  CHECK(store_renames(e));
+  REQUIRE(parse_mountinfo_line("54 22 0:54 / /b rw - ext4 appendonlyfs:s3 rw", e));
+  CHECK(store_renames(e));  // a source name alone counts only on FUSE
+}
+
 TEST_CASE("a mount's device is read from mountinfo, to notice files on mounts made later") {
   MountEntry e;
   REQUIRE(parse_mountinfo_line("40 22 0:35 / /mnt/aofs rw - fuse.appendonlyfs appendonlyfs:s3 rw", e));

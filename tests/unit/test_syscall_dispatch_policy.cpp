@@ -20,6 +20,8 @@ TEST_CASE("the calls of interest go to their hooks, every other one is performed
   CHECK(classify_raw_call(SYS_openat2) == RawCall::kOpenat2);
   CHECK(classify_raw_call(SYS_renameat) == RawCall::kRenameat);
   CHECK(classify_raw_call(SYS_renameat2) == RawCall::kRenameat2);
+  CHECK(classify_raw_call(SYS_unlink) == RawCall::kUnlink);
+  CHECK(classify_raw_call(SYS_unlinkat) == RawCall::kUnlinkat);
   CHECK(classify_raw_call(SYS_vfork) == RawCall::kFork);
   CHECK(classify_raw_call(SYS_clone3) == RawCall::kClone3);
   CHECK(classify_raw_call(SYS_io_uring_setup) == RawCall::kIoUringSetup);

@@ -134,7 +134,7 @@ TEST_CASE("a write open of an append-only file is retried with O_APPEND only whe
   CHECK(s.find("write under a new name") != std::string::npos);
 }
 
-TEST_CASE("a refused rename on a store is said with both paths and issue 26") {
+TEST_CASE("a refused rename on a store is said with both paths and what would make it work") {
   for (int e : {EPERM, EOPNOTSUPP, ENOSYS, EACCES, EIO}) {
     CHECK(notes_refused_rename(e, true));
     CHECK_FALSE(notes_refused_rename(e, false));
@@ -152,7 +152,8 @@ TEST_CASE("a refused rename on a store is said with both paths and issue 26") {
   CHECK(s.rfind("renameat2(\"/mnt/h/.f.tmp\", \"/mnt/h/f\") failed with EPERM: the store (fuse.appendonlyfs "
                 "at /mnt/h) refused the rename",
                 0) == 0);
-  CHECK(s.find("issue 26") != std::string::npos);
+  CHECK(s.find("carries out the rename of a file this process wrote") != std::string::npos);
+  CHECK(s.find("remove the target first") != std::string::npos);
   CHECK(s.find("both files are as they were") != std::string::npos);
   f.append_only_target = true;
   s.assign(text, format_refused_rename(f, text, sizeof text));

@@ -275,6 +275,13 @@ static void renames(void) {
   renameat(AT_FDCWD, moved, AT_FDCWD, path);
   renameat2(AT_FDCWD, path, AT_FDCWD, moved, 0);
   rename(moved, path);
+  // unlink and unlinkat of a guarded name (traced, then performed), on a copy made for it.
+  int copy = open(moved, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (copy >= 0) close(copy);
+  unlink(moved);
+  copy = open(moved, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (copy >= 0) close(copy);
+  unlinkat(AT_FDCWD, moved, 0);
 }
 
 static int call_vdprintf_chk(int fd, const char* format, ...) {
