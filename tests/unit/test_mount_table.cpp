@@ -129,7 +129,8 @@ TEST_CASE("each mount is classified as write-once or appending by its type and s
 
 TEST_CASE("appendonlyfs volumes (Databricks volumes' rules) is a guarded write-once store, like s3") {
   MountEntry e;
-  REQUIRE(parse_mountinfo_line("54 22 0:54 / /Volumes/c/s/v rw - fuse.appendonlyfs appendonlyfs:volumes rw", e));
+  REQUIRE(
+      parse_mountinfo_line("54 22 0:54 / /Volumes/c/s/v rw - fuse.appendonlyfs appendonlyfs:volumes rw", e));
   CHECK(classify_store(e) == StoreKind::kWriteOnce);
   CHECK(is_append_only_mount(e, MountSelection{}));
   MountTable t;
