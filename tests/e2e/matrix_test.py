@@ -255,7 +255,7 @@ class MatrixTest(unittest.TestCase):
             with self.subTest(key):
                 reopen, cases, recommended, all_good = parse_doctor(doctor["output"])
                 # rclone writes (also over S3) is of kind appends: its mode is read from rclone's command line.
-                write_once = key in ("rclone-off", "rclone-minimal", "aofs-s3")
+                write_once = key in ("rclone-off", "rclone-minimal", "aofs-s3", "aofs-volumes")
                 self.assertEqual(reopen, "hold" if write_once else "append", doctor["output"])
                 self.assertEqual(sorted(cases), sorted(DOCTOR_CASES), doctor["output"])
                 broken = []
