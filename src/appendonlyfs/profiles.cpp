@@ -89,7 +89,8 @@ constexpr ProfileSpec kProfiles[] = {
         .profile = Profile::s3,
         .name = "s3",
         .help = "mountpoint-s3 (O_WRONLY existing needs O_TRUNC else EPERM;\n"
-                "out-of-order write EINVAL and poisons the handle; rename ENOSYS)",
+                "out-of-order write EINVAL and poisons the handle; rename ENOSYS;\n"
+                "one writer or many readers, else EPERM; fsync ends the upload)",
         .open = kS3Open,
         .translated_open = {},
         .write = {.read_handle_error = EBADF,
@@ -159,8 +160,8 @@ constexpr ProfileSpec kProfiles[] = {
         // write, not the open) is also an assumption, matching the traceback users show for appends.
         .profile = Profile::volumes,
         .name = "volumes",
-        .help = "Databricks Unity Catalog volumes (existing file written only after O_TRUNC,\n"
-                "else writes EOPNOTSUPP; non-sequential write EOPNOTSUPP; rename and link ENOSYS)",
+        .help = "Databricks Unity Catalog volumes (existing file: writes EOPNOTSUPP\n"
+                "unless opened O_TRUNC; non-sequential write EOPNOTSUPP; rename ENOSYS)",
         .open = kVolumesOpen,
         .translated_open = {},
         .write = {.read_handle_error = EOPNOTSUPP,
