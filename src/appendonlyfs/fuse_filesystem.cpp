@@ -307,8 +307,10 @@ int aofs_truncate(const char* path, off_t size, fuse_file_info* fi) {
   std::lock_guard lock(file->mutex);
   if (opened && ::fstat(opened->fd, &status) != 0) return -errno;
   const auto current = static_cast<std::uint64_t>(status.st_size);
+  const bool being_written =
+      (opened && opened->state.kind == HandleKind::write && !opened->state.sealed) || file->open.writers > 0;
   const TruncateDecision decision = decide_truncate(m.options.profile, m.options.non_zero_truncate, current,
-                                                    static_cast<std::uint64_t>(size));
+                                                    static_cast<std::uint64_t>(size), being_written);
   if (decision.error != 0 || decision.effect == TruncateEffect::skip) {
     LogLine line(decision.error != 0 ? "refused" : "ignored", "truncate");
     line.field("path", shown(path)).field("size", static_cast<std::uint64_t>(size)).field("end", current);

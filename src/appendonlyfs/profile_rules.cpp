@@ -93,8 +93,9 @@ void record_write(HandleState& handle, std::uint64_t offset, std::uint64_t writt
 }
 
 TruncateDecision decide_truncate(Profile profile, NonZeroTruncate non_zero, std::uint64_t current_size,
-                                 std::uint64_t new_size) {
+                                 std::uint64_t new_size, bool being_written) {
   const TruncateRules& rules = profile_spec(profile).truncate;
+  if (rules.ignored_while_written && being_written) return {0, TruncateEffect::skip, "while-written"};
   bool allowed = false;
   switch (rules.allows) {
     case TruncateAllows::to_zero:

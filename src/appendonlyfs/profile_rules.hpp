@@ -74,6 +74,7 @@ struct TruncateRules {
   std::string_view reason_nonempty_file;  // the refusal's reason when the file has bytes
   std::string_view reason_empty_file;     // and when it is empty
   bool ignorable;                         // -o truncate=ignore turns the refusal into "return 0, do nothing"
+  bool ignored_while_written;             // a truncate of a file being written returns 0 and does nothing
 };
 
 struct RenameRules {
@@ -170,8 +171,9 @@ struct TruncateDecision {
   std::string_view reason;
 };
 
+// being_written: a write handle whose upload has not ended is open on the file.
 TruncateDecision decide_truncate(Profile profile, NonZeroTruncate non_zero, std::uint64_t current_size,
-                                 std::uint64_t new_size);
+                                 std::uint64_t new_size, bool being_written = false);
 
 // fallocate is refused by every profile today; the errno is the profile's.
 int fallocate_error(Profile profile);

@@ -78,7 +78,8 @@ constexpr ProfileSpec kProfiles[] = {
                      .error = EOPNOTSUPP,
                      .reason_nonempty_file = "non-zero",
                      .reason_empty_file = "non-zero",
-                     .ignorable = true},
+                     .ignorable = true,
+                     .ignored_while_written = false},
         // dfs_rename calls libhdfs hdfsRename, i.e. FileSystem#rename, which returns false when the
         // destination file exists; hdfsRename turns false into EIO.
         .rename = {.error = 0, .onto_file_error = EIO, .onto_file_reason = "destination-exists"},
@@ -104,7 +105,10 @@ constexpr ProfileSpec kProfiles[] = {
                      .error = EPERM,
                      .reason_nonempty_file = "committed-file",
                      .reason_empty_file = "extend",
-                     .ignorable = false},
+                     .ignorable = false,
+                     // mountpoint-s3's setattr (fs.rs, superblock.rs) refuses a committed file EPERM and
+                     // accepts a file being written without applying the size.
+                     .ignored_while_written = true},
         .rename = {.error = ENOSYS, .onto_file_error = ENOSYS, .onto_file_reason = {}},  // no rename at all
         // mountpoint-s3 has no fallocate operation (fuse.rs: ENOSYS, which the kernel turns into EOPNOTSUPP).
         .fallocate_error = EOPNOTSUPP,
@@ -138,7 +142,8 @@ constexpr ProfileSpec kProfiles[] = {
                      .error = EOPNOTSUPP,
                      .reason_nonempty_file = "size-change",
                      .reason_empty_file = "size-change",
-                     .ignorable = false},
+                     .ignorable = false,
+                     .ignored_while_written = false},
         .rename = {.error = 0, .onto_file_error = 0, .onto_file_reason = {}},
         .fallocate_error = EOPNOTSUPP,
         .handles = {.busy_error = 0, .sealed_error = 0, .write_handle_read_error = 0, .link_error = 0},
@@ -175,7 +180,8 @@ constexpr ProfileSpec kProfiles[] = {
                      .error = EOPNOTSUPP,
                      .reason_nonempty_file = "non-zero",
                      .reason_empty_file = "non-zero",
-                     .ignorable = false},
+                     .ignorable = false,
+                     .ignored_while_written = false},
         .rename = {.error = ENOSYS, .onto_file_error = ENOSYS, .onto_file_reason = {}},
         .fallocate_error = EOPNOTSUPP,
         .handles = {.busy_error = 0, .sealed_error = 0, .write_handle_read_error = 0, .link_error = ENOSYS},

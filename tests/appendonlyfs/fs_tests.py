@@ -472,6 +472,22 @@ class S3Tests(MountTest):
         os.close(fd)
         self.assertEqual(read_bytes(self.b("n")), b"abcdef")
 
+    # fs.rs setattr passes only the times on; superblock.rs setattr refuses a committed ("Remote") file
+    # with EPERM and accepts a file being written: a size change then returns 0 and does nothing
+    # (safetensors 0.8's set_len on its new temporary file succeeds; the save fails later, at rename).
+    def test_truncate_of_a_file_being_written_succeeds_and_changes_nothing(self):
+        fd = self.open("n", os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        os.ftruncate(fd, 4096)
+        self.assertEqual(os.fstat(fd).st_size, 0)
+        os.write(fd, b"abc")
+        os.ftruncate(fd, 1)
+        os.truncate(self.m("n"), 0)  # by name, while the writer is open
+        os.write(fd, b"def")
+        os.close(fd)
+        self.assertEqual(read_bytes(self.b("n")), b"abcdef")
+        self.assert_logged("ignored truncate path=/n size=4096 end=0 profile=s3 reason=while-written")
+        self.assert_errno(errno.EPERM, os.truncate, self.m("n"), 0)  # committed now
+
     # "you cannot both read and write to the same file descriptor even in this mode" (fs.rs read: EBADF).
     def test_reads_through_a_write_handle_fail_ebadf(self):
         fd = self.open("n", os.O_RDWR | os.O_CREAT)

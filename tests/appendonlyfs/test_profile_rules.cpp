@@ -143,6 +143,12 @@ TEST_CASE("truncate rules") {
     CHECK(decide_truncate(Profile::s3, refuse, 10, 10).error == EPERM);
     CHECK(decide_truncate(Profile::s3, refuse, 0, 10).error == EPERM);
     CHECK(decide_truncate(Profile::s3, refuse, 0, 0).error == 0);
+    // A file being written: accepted, the size not applied (safetensors 0.8's set_len).
+    const TruncateDecision set_len = decide_truncate(Profile::s3, refuse, 0, 4096, true);
+    CHECK(set_len.error == 0);
+    CHECK(set_len.effect == TruncateEffect::skip);
+    CHECK(set_len.reason == "while-written");
+    CHECK(decide_truncate(Profile::hdfs, refuse, 0, 4096, true).error == EOPNOTSUPP);
   }
   SECTION("strict") {
     CHECK(decide_truncate(Profile::strict, refuse, 10, 10).error == 0);

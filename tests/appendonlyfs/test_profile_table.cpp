@@ -147,6 +147,15 @@ TEST_CASE("truncate, rename, fallocate and handle rules are applied as listed") 
         const TruncateDecision ignored =
             decide_truncate(spec.profile, NonZeroTruncate::ignore, current, size);
         CHECK(ignored.error == (allowed || rules.ignorable ? 0 : rules.error));
+        const TruncateDecision written =
+            decide_truncate(spec.profile, NonZeroTruncate::refuse, current, size, true);
+        if (rules.ignored_while_written) {
+          CHECK(written.error == 0);
+          CHECK(written.effect == TruncateEffect::skip);
+        } else {
+          CHECK(written.error == d.error);
+          CHECK(written.effect == d.effect);
+        }
       }
     }
     const RenameRules& rename = spec.rename;
