@@ -119,6 +119,17 @@ int refuse_busy(const char* path, int flags, int error) {
 
 int open_with_rules(const char* path, fuse_file_info* fi, bool may_create, mode_t mode) {
   Mount& m = mount();
+  if (const int error = profile_spec(m.options.profile).handles.sync_open_error;
+      error && (fi->flags & O_DSYNC)) {
+    // O_SYNC includes the O_DSYNC bit.
+    m.log.write(LogLine("refused", "open")
+                    .field("path", path)
+                    .field("flags", open_flags_text(fi->flags))
+                    .error(error)
+                    .field("profile", profile_text())
+                    .field("reason", "sync"));
+    return -error;
+  }
   struct stat status {};
   const bool exists = ::fstatat(m.backing_fd, relative(path), &status, 0) == 0;
   if (!exists && errno != ENOENT) return -errno;

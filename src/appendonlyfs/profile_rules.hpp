@@ -94,6 +94,7 @@ struct HandleRules {
   int sealed_error;
   int write_handle_read_error;  // a read through a write handle
   int link_error;               // link(2) and symlink(2)
+  int sync_open_error;          // any open with O_SYNC or O_DSYNC
 };
 
 struct ProfileSpec {

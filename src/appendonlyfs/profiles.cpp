@@ -84,7 +84,11 @@ constexpr ProfileSpec kProfiles[] = {
         // destination file exists; hdfsRename turns false into EIO.
         .rename = {.error = 0, .onto_file_error = EIO, .onto_file_reason = "destination-exists"},
         .fallocate_error = EOPNOTSUPP,
-        .handles = {.busy_error = 0, .sealed_error = 0, .write_handle_read_error = 0, .link_error = 0},
+        .handles = {.busy_error = 0,
+                    .sealed_error = 0,
+                    .write_handle_read_error = 0,
+                    .link_error = 0,
+                    .sync_open_error = 0},
     },
     {
         .profile = Profile::s3,
@@ -122,8 +126,12 @@ constexpr ProfileSpec kProfiles[] = {
         // - "you cannot both read and write to the same file descriptor": fs.rs read() answers EBADF
         //   "file handle is not open for reads" on a write handle.
         // - "Mountpoint does not support hard or symbolic links": fuse.rs answers link and symlink EPERM.
-        .handles =
-            {.busy_error = EPERM, .sealed_error = EIO, .write_handle_read_error = EBADF, .link_error = EPERM},
+        // - fs.rs open: "O_SYNC and O_DSYNC are not supported", EINVAL for every open.
+        .handles = {.busy_error = EPERM,
+                    .sealed_error = EIO,
+                    .write_handle_read_error = EBADF,
+                    .link_error = EPERM,
+                    .sync_open_error = EINVAL},
     },
     {
         .profile = Profile::strict,
@@ -146,7 +154,11 @@ constexpr ProfileSpec kProfiles[] = {
                      .ignored_while_written = false},
         .rename = {.error = 0, .onto_file_error = 0, .onto_file_reason = {}},
         .fallocate_error = EOPNOTSUPP,
-        .handles = {.busy_error = 0, .sealed_error = 0, .write_handle_read_error = 0, .link_error = 0},
+        .handles = {.busy_error = 0,
+                    .sealed_error = 0,
+                    .write_handle_read_error = 0,
+                    .link_error = 0,
+                    .sync_open_error = 0},
     },
     {
         // Databricks Unity Catalog volumes (/Volumes/..., a FUSE mount over cloud object storage). What
@@ -184,7 +196,11 @@ constexpr ProfileSpec kProfiles[] = {
                      .ignored_while_written = false},
         .rename = {.error = ENOSYS, .onto_file_error = ENOSYS, .onto_file_reason = {}},
         .fallocate_error = EOPNOTSUPP,
-        .handles = {.busy_error = 0, .sealed_error = 0, .write_handle_read_error = 0, .link_error = ENOSYS},
+        .handles = {.busy_error = 0,
+                    .sealed_error = 0,
+                    .write_handle_read_error = 0,
+                    .link_error = ENOSYS,
+                    .sync_open_error = 0},
     },
 };
 

@@ -488,6 +488,14 @@ class S3Tests(MountTest):
         self.assert_logged("ignored truncate path=/n size=4096 end=0 profile=s3 reason=while-written")
         self.assert_errno(errno.EPERM, os.truncate, self.m("n"), 0)  # committed now
 
+    # fs.rs open: "O_SYNC and O_DSYNC are not supported" (EINVAL), for every open.
+    def test_o_sync_and_o_dsync_opens_fail_einval(self):
+        self.seed("a", b"object")
+        self.assert_errno(errno.EINVAL, os.open, self.m("n"), os.O_WRONLY | os.O_CREAT | os.O_SYNC)
+        self.assert_errno(errno.EINVAL, os.open, self.m("a"), os.O_RDONLY | os.O_DSYNC)
+        self.assertEqual(sorted(os.listdir(self.backing)), ["a"])
+        self.assert_logged("refused open path=/a", "errno=EINVAL profile=s3 reason=sync")
+
     # "you cannot both read and write to the same file descriptor even in this mode" (fs.rs read: EBADF).
     def test_reads_through_a_write_handle_fail_ebadf(self):
         fd = self.open("n", os.O_RDWR | os.O_CREAT)
