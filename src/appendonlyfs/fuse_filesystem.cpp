@@ -183,9 +183,10 @@ int open_with_rules(const char* path, fuse_file_info* fi, bool may_create, mode_
   opened->fd = fd;
   opened->file = file;
   opened->state.kind = decision.kind;
-  opened->open_process = thread_group(fuse_get_context()->pid);
+  const HandleRules& handles = profile_spec(m.options.profile).handles;
+  if (handles.sealed_error != 0) opened->open_process = thread_group(fuse_get_context()->pid);
   ++file->opens;
-  if (profile_spec(m.options.profile).handles.busy_error != 0) count_handle(*opened, true);
+  if (handles.busy_error != 0) count_handle(*opened, true);
   fi->fh = reinterpret_cast<std::uint64_t>(opened.release());
   // Writable handles bypass the page cache so each write reaches us with the kernel's offset and
   // size; read handles keep the page cache so that shared read-only mmap (safetensors) works.
@@ -246,7 +247,7 @@ int aofs_rmdir(const char* path) {
 int refuse_link(std::string_view operation, const char* from, const char* to, int error) {
   mount().log.write(LogLine("refused", operation)
                         .field("path", to)
-                        .field("to", from)
+                        .field("target", from)
                         .error(error)
                         .field("profile", profile_text()));
   return -error;
