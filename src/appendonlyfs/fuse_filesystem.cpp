@@ -237,7 +237,25 @@ int aofs_mkdir(const char* path, mode_t mode) {
 }
 
 int aofs_unlink(const char* path) {
-  return errno_result(::unlinkat(mount().backing_fd, relative(path), 0));
+  Mount& m = mount();
+  if (const int error = profile_spec(m.options.profile).handles.unlink_written_error) {
+    struct stat status {};
+    if (::fstatat(m.backing_fd, relative(path), &status, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISREG(status.st_mode)) {
+      const std::shared_ptr<FileLock> file = m.files.acquire(status.st_dev, status.st_ino);
+      std::lock_guard lock(file->mutex);
+      if (file->open.writers > 0) {
+        m.log.write(LogLine("refused", "unlink")
+                        .field("path", path)
+                        .error(error)
+                        .field("profile", profile_text())
+                        .field("reason", "being-written"));
+        return -error;
+      }
+      return errno_result(::unlinkat(m.backing_fd, relative(path), 0));
+    }
+  }
+  return errno_result(::unlinkat(m.backing_fd, relative(path), 0));
 }
 
 int aofs_rmdir(const char* path) {

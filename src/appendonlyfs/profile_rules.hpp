@@ -95,6 +95,7 @@ struct HandleRules {
   int write_handle_read_error;  // a read through a write handle
   int link_error;               // link(2) and symlink(2)
   int sync_open_error;          // any open with O_SYNC or O_DSYNC
+  int unlink_written_error;     // an unlink of a file a write handle is writing (its upload not ended)
 };
 
 struct ProfileSpec {

@@ -88,7 +88,8 @@ constexpr ProfileSpec kProfiles[] = {
                     .sealed_error = 0,
                     .write_handle_read_error = 0,
                     .link_error = 0,
-                    .sync_open_error = 0},
+                    .sync_open_error = 0,
+                    .unlink_written_error = 0},
     },
     {
         .profile = Profile::s3,
@@ -127,11 +128,13 @@ constexpr ProfileSpec kProfiles[] = {
         //   "file handle is not open for reads" on a write handle.
         // - "Mountpoint does not support hard or symbolic links": fuse.rs answers link and symlink EPERM.
         // - fs.rs open: "O_SYNC and O_DSYNC are not supported", EINVAL for every open.
+        // - superblock.rs unlink: "unlink on local file not allowed until write is complete", EPERM.
         .handles = {.busy_error = EPERM,
                     .sealed_error = EIO,
                     .write_handle_read_error = EBADF,
                     .link_error = EPERM,
-                    .sync_open_error = EINVAL},
+                    .sync_open_error = EINVAL,
+                    .unlink_written_error = EPERM},
     },
     {
         .profile = Profile::strict,
@@ -158,7 +161,8 @@ constexpr ProfileSpec kProfiles[] = {
                     .sealed_error = 0,
                     .write_handle_read_error = 0,
                     .link_error = 0,
-                    .sync_open_error = 0},
+                    .sync_open_error = 0,
+                    .unlink_written_error = 0},
     },
     {
         // Databricks Unity Catalog volumes (/Volumes/..., a FUSE mount over cloud object storage). What
@@ -200,7 +204,8 @@ constexpr ProfileSpec kProfiles[] = {
                     .sealed_error = 0,
                     .write_handle_read_error = 0,
                     .link_error = ENOSYS,
-                    .sync_open_error = 0},
+                    .sync_open_error = 0,
+                    .unlink_written_error = 0},
     },
 };
 

@@ -488,6 +488,17 @@ class S3Tests(MountTest):
         self.assert_logged("ignored truncate path=/n size=4096 end=0 profile=s3 reason=while-written")
         self.assert_errno(errno.EPERM, os.truncate, self.m("n"), 0)  # committed now
 
+    # superblock.rs unlink: "unlink on local file not allowed until write is complete" (EPERM).
+    def test_unlink_of_a_file_being_written_fails_eperm(self):
+        fd = self.open("n", os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, b"abc")
+        self.assert_errno(errno.EPERM, os.unlink, self.m("n"))
+        self.assertEqual(os.listdir(self.backing), ["n"])
+        self.assert_logged("refused unlink path=/n errno=EPERM profile=s3 reason=being-written")
+        os.close(fd)
+        os.unlink(self.m("n"))
+        self.assertEqual(os.listdir(self.backing), [])
+
     # fs.rs open: "O_SYNC and O_DSYNC are not supported" (EINVAL), for every open.
     def test_o_sync_and_o_dsync_opens_fail_einval(self):
         self.seed("a", b"object")

@@ -170,6 +170,8 @@ TEST_CASE("truncate, rename, fallocate and handle rules are applied as listed") 
     CHECK(busy_error(spec.profile, HandleKind::read, {.readers = 0, .writers = 1}) == handles.busy_error);
     CHECK(flush_seals(spec.profile, 1, true) == (handles.sealed_error != 0));
     if (spec.profile == Profile::s3) CHECK(handles.sync_open_error == EINVAL);
+    if (spec.profile == Profile::s3) CHECK(handles.unlink_written_error == EPERM);
+    if (handles.unlink_written_error != 0) CHECK(handles.busy_error != 0);  // it needs the writers counted
     HandleState sealed{HandleKind::write, 0, false, true};
     const std::uint64_t anchor = spec.write.anchor == WriteAnchor::handle_end ? 0 : 20;
     CHECK(decide_write(spec.profile, sealed, {anchor, 5, 20}).error == handles.sealed_error);
