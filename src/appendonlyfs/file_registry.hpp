@@ -4,15 +4,22 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <utility>
 
+#include "profile_rules.hpp"
+
 namespace appendonlyfs {
 
 struct FileLock {
   std::mutex mutex;
+  // Guarded by mutex: the handles the busy rule counts (profile_rules.hpp, HandleRules), and how many
+  // opens the file has had (a write handle flushed before the latest open was taken over by it).
+  OpenHandles open;
+  std::uint64_t opens = 0;
 };
 
 class FileRegistry {

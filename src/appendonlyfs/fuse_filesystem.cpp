@@ -38,7 +38,11 @@ struct Mount {
 struct Handle {
   int fd = -1;
   std::shared_ptr<FileLock> file;
-  HandleState state;  // guarded by file->mutex
+  HandleState state;             // guarded by file->mutex, like the fields below
+  pid_t open_process = 0;        // the thread group that opened it
+  bool counted = false;          // counted in file->open (the busy rule)
+  bool flushed = false;          // a flush came and no write since
+  std::uint64_t flushed_at = 0;  // file->opens at that flush
 };
 
 Mount& mount() {
@@ -79,8 +83,53 @@ void log_refused_open(const char* path, int flags, const StoreOpenDecision& deci
                         .field("reason", decision.reason));
 }
 
+// The thread group of the thread `pid` that sent a request (FUSE passes the thread's id), as
+// mountpoint-s3 compares them; the id itself when /proc does not say.
+pid_t thread_group(pid_t pid) {
+  char name[64];
+  std::snprintf(name, sizeof name, "/proc/%d/status", static_cast<int>(pid));
+  std::FILE* status = std::fopen(name, "re");
+  if (!status) return pid;
+  char line[256];
+  pid_t group = pid;
+  while (std::fgets(line, sizeof line, status)) {
+    if (std::sscanf(line, "Tgid: %d", &group) == 1) break;
+  }
+  std::fclose(status);
+  return group;
+}
+
+void count_handle(Handle& opened, bool counted) {
+  if (opened.counted == counted) return;
+  opened.counted = counted;
+  unsigned& number =
+      opened.state.kind == HandleKind::write ? opened.file->open.writers : opened.file->open.readers;
+  number = counted ? number + 1 : number - 1;
+}
+
+int refuse_busy(const char* path, int flags, int error) {
+  mount().log.write(LogLine("refused", "open")
+                        .field("path", path)
+                        .field("flags", open_flags_text(flags))
+                        .error(error)
+                        .field("profile", profile_text())
+                        .field("reason", "busy"));
+  return -error;
+}
+
 int open_with_rules(const char* path, fuse_file_info* fi, bool may_create, mode_t mode) {
   Mount& m = mount();
+  if (const int error = profile_spec(m.options.profile).handles.sync_open_error;
+      error && (fi->flags & O_DSYNC)) {
+    // O_SYNC includes the O_DSYNC bit.
+    m.log.write(LogLine("refused", "open")
+                    .field("path", path)
+                    .field("flags", open_flags_text(fi->flags))
+                    .error(error)
+                    .field("profile", profile_text())
+                    .field("reason", "sync"));
+    return -error;
+  }
   struct stat status {};
   const bool exists = ::fstatat(m.backing_fd, relative(path), &status, 0) == 0;
   if (!exists && errno != ENOENT) return -errno;
@@ -93,6 +142,16 @@ int open_with_rules(const char* path, fuse_file_info* fi, bool may_create, mode_
   if (decision.error != 0) {
     log_refused_open(path, fi->flags, decision);
     return -decision.error;
+  }
+
+  // The busy rule is checked before the open can truncate anything; a new file is checked after.
+  std::shared_ptr<FileLock> file = exists ? m.files.acquire(status.st_dev, status.st_ino) : nullptr;
+  std::unique_lock<std::mutex> file_guard;
+  if (file) {
+    file_guard = std::unique_lock(file->mutex);
+    if (const int busy = busy_error(m.options.profile, decision.kind, file->open)) {
+      return refuse_busy(path, fi->flags, busy);
+    }
   }
 
   // The backing fd never has O_APPEND: every write goes to the offset the rules checked.
@@ -112,10 +171,22 @@ int open_with_rules(const char* path, fuse_file_info* fi, bool may_create, mode_
     return -error;
   }
 
+  if (!file) {
+    file = m.files.acquire(status.st_dev, status.st_ino);
+    file_guard = std::unique_lock(file->mutex);
+    if (const int busy = busy_error(m.options.profile, decision.kind, file->open)) {
+      ::close(fd);
+      return refuse_busy(path, fi->flags, busy);
+    }
+  }
   auto opened = std::make_unique<Handle>();
   opened->fd = fd;
-  opened->file = m.files.acquire(status.st_dev, status.st_ino);
+  opened->file = file;
   opened->state.kind = decision.kind;
+  const HandleRules& handles = profile_spec(m.options.profile).handles;
+  if (handles.sealed_error != 0) opened->open_process = thread_group(fuse_get_context()->pid);
+  ++file->opens;
+  if (handles.busy_error != 0) count_handle(*opened, true);
   fi->fh = reinterpret_cast<std::uint64_t>(opened.release());
   // Writable handles bypass the page cache so each write reaches us with the kernel's offset and
   // size; read handles keep the page cache so that shared read-only mmap (safetensors) works.
@@ -166,19 +237,50 @@ int aofs_mkdir(const char* path, mode_t mode) {
 }
 
 int aofs_unlink(const char* path) {
-  return errno_result(::unlinkat(mount().backing_fd, relative(path), 0));
+  Mount& m = mount();
+  if (const int error = profile_spec(m.options.profile).handles.unlink_written_error) {
+    struct stat status {};
+    if (::fstatat(m.backing_fd, relative(path), &status, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISREG(status.st_mode)) {
+      const std::shared_ptr<FileLock> file = m.files.acquire(status.st_dev, status.st_ino);
+      std::lock_guard lock(file->mutex);
+      if (file->open.writers > 0) {
+        m.log.write(LogLine("refused", "unlink")
+                        .field("path", path)
+                        .error(error)
+                        .field("profile", profile_text())
+                        .field("reason", "being-written"));
+        return -error;
+      }
+      return errno_result(::unlinkat(m.backing_fd, relative(path), 0));
+    }
+  }
+  return errno_result(::unlinkat(m.backing_fd, relative(path), 0));
 }
 
 int aofs_rmdir(const char* path) {
   return errno_result(::unlinkat(mount().backing_fd, relative(path), AT_REMOVEDIR));
 }
 
+int refuse_link(std::string_view operation, const char* from, const char* to, int error) {
+  mount().log.write(LogLine("refused", operation)
+                        .field("path", to)
+                        .field("target", from)
+                        .error(error)
+                        .field("profile", profile_text()));
+  return -error;
+}
+
 int aofs_symlink(const char* target, const char* path) {
+  if (const int error = profile_spec(mount().options.profile).handles.link_error)
+    return refuse_link("symlink", target, path, error);
   return errno_result(::symlinkat(target, mount().backing_fd, relative(path)));
 }
 
 int aofs_link(const char* from, const char* to) {
   Mount& m = mount();
+  if (const int error = profile_spec(m.options.profile).handles.link_error)
+    return refuse_link("link", from, to, error);
   return errno_result(::linkat(m.backing_fd, relative(from), m.backing_fd, relative(to), 0));
 }
 
@@ -235,8 +337,10 @@ int aofs_truncate(const char* path, off_t size, fuse_file_info* fi) {
   std::lock_guard lock(file->mutex);
   if (opened && ::fstat(opened->fd, &status) != 0) return -errno;
   const auto current = static_cast<std::uint64_t>(status.st_size);
+  const bool being_written =
+      (opened && opened->state.kind == HandleKind::write && !opened->state.sealed) || file->open.writers > 0;
   const TruncateDecision decision = decide_truncate(m.options.profile, m.options.non_zero_truncate, current,
-                                                    static_cast<std::uint64_t>(size));
+                                                    static_cast<std::uint64_t>(size), being_written);
   if (decision.error != 0 || decision.effect == TruncateEffect::skip) {
     LogLine line(decision.error != 0 ? "refused" : "ignored", "truncate");
     line.field("path", shown(path)).field("size", static_cast<std::uint64_t>(size)).field("end", current);
@@ -255,8 +359,20 @@ int aofs_create(const char* path, mode_t mode, fuse_file_info* fi) {
   return open_with_rules(path, fi, true, mode);
 }
 
-int aofs_read(const char*, char* buffer, size_t size, off_t offset, fuse_file_info* fi) {
-  return static_cast<int>(errno_result(static_cast<int>(::pread(handle(fi).fd, buffer, size, offset))));
+int aofs_read(const char* path, char* buffer, size_t size, off_t offset, fuse_file_info* fi) {
+  Handle& opened = handle(fi);
+  const int error = profile_spec(mount().options.profile).handles.write_handle_read_error;
+  if (error != 0 && opened.state.kind == HandleKind::write) {
+    mount().log.write(LogLine("refused", "read")
+                          .field("path", shown(path))
+                          .field("offset", static_cast<std::uint64_t>(offset))
+                          .field("size", static_cast<std::uint64_t>(size))
+                          .error(error)
+                          .field("profile", profile_text())
+                          .field("reason", "write-handle"));
+    return -error;
+  }
+  return static_cast<int>(errno_result(static_cast<int>(::pread(opened.fd, buffer, size, offset))));
 }
 
 ssize_t pwrite_fully(int fd, const char* buffer, std::size_t size, off_t offset) {
@@ -291,6 +407,20 @@ int aofs_write(const char* path, const char* buffer, size_t size, off_t offset, 
     std::this_thread::sleep_for(std::chrono::microseconds(m.options.faults.delay_us));
 
   std::lock_guard lock(opened.file->mutex);
+  if (opened.flushed && !opened.state.sealed) {
+    // mountpoint-s3: a write through a duplicate after the close takes the handle back, unless a newer
+    // open took the file over (fs.rs write: EBADF "invalidated by a newer handle").
+    if (opened.file->opens != opened.flushed_at) {
+      m.log.write(LogLine("refused", "write")
+                      .field("path", shown(path))
+                      .error(EBADF)
+                      .field("profile", profile_text())
+                      .field("reason", "taken-over"));
+      return -EBADF;
+    }
+    opened.flushed = false;
+    count_handle(opened, true);
+  }
   struct stat status {};
   if (::fstat(opened.fd, &status) != 0) return -errno;
   const StoreWriteRequest request{static_cast<std::uint64_t>(offset), size,
@@ -327,8 +457,30 @@ int aofs_statfs(const char*, struct statvfs* status) {
   return errno_result(::fstatvfs(mount().backing_fd, status));
 }
 
+// The end of an upload (HandleRules): sealed handles refuse later writes and no longer count as busy.
+void seal(Handle& opened) {
+  opened.state.sealed = true;
+  count_handle(opened, false);
+}
+
 int aofs_flush(const char*, fuse_file_info* fi) {
-  if (mount().options.faults.flush_eio) return -EIO;
+  Mount& m = mount();
+  if (profile_spec(m.options.profile).handles.busy_error != 0 ||
+      profile_spec(m.options.profile).handles.sealed_error != 0) {
+    Handle& opened = handle(fi);
+    std::lock_guard lock(opened.file->mutex);
+    const bool by_opener = thread_group(fuse_get_context()->pid) == opened.open_process;
+    if (opened.state.kind == HandleKind::write &&
+        flush_seals(m.options.profile, opened.state.written_end, by_opener)) {
+      seal(opened);
+    } else if (!opened.state.sealed) {
+      // A reader's close, or a writer's that does not end the upload: the next open takes the file over.
+      opened.flushed = true;
+      opened.flushed_at = opened.file->opens;
+      count_handle(opened, false);
+    }
+  }
+  if (m.options.faults.flush_eio) return -EIO;
   // Emulates close() of the backing fd without giving up the handle (close() reports deferred errors).
   const int duplicate = ::dup(handle(fi).fd);
   if (duplicate < 0) return -errno;
@@ -337,13 +489,23 @@ int aofs_flush(const char*, fuse_file_info* fi) {
 
 int aofs_release(const char*, fuse_file_info* fi) {
   std::unique_ptr<Handle> opened(&handle(fi));
+  {
+    std::lock_guard lock(opened->file->mutex);
+    count_handle(*opened, false);
+  }
   ::close(opened->fd);
   return 0;
 }
 
 int aofs_fsync(const char*, int datasync, fuse_file_info* fi) {
-  const int fd = handle(fi).fd;
-  return errno_result(datasync ? ::fdatasync(fd) : ::fsync(fd));
+  Handle& opened = handle(fi);
+  const int result = errno_result(datasync ? ::fdatasync(opened.fd) : ::fsync(opened.fd));
+  if (result == 0 && opened.state.kind == HandleKind::write &&
+      profile_spec(mount().options.profile).handles.sealed_error != 0) {
+    std::lock_guard lock(opened.file->mutex);
+    seal(opened);
+  }
+  return result;
 }
 
 int aofs_fallocate(const char* path, int mode, off_t offset, off_t length, fuse_file_info*) {

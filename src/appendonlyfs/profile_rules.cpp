@@ -73,7 +73,11 @@ StoreWriteDecision decide_write(Profile profile, const HandleState& handle,
     return decision;
   }
   decision.expected_offset = rules.anchor == WriteAnchor::handle_end ? handle.written_end : request.file_end;
-  if (rules.misplaced_poisons && handle.poisoned) {
+  const int sealed_error = profile_spec(profile).handles.sealed_error;
+  if (sealed_error != 0 && handle.sealed) {
+    decision.error = sealed_error;
+    decision.reason = "upload-complete";
+  } else if (rules.misplaced_poisons && handle.poisoned) {
     decision.error = rules.poisoned_error;
     decision.reason = "poisoned";
   } else if (request.offset != decision.expected_offset) {
@@ -89,8 +93,9 @@ void record_write(HandleState& handle, std::uint64_t offset, std::uint64_t writt
 }
 
 TruncateDecision decide_truncate(Profile profile, NonZeroTruncate non_zero, std::uint64_t current_size,
-                                 std::uint64_t new_size) {
+                                 std::uint64_t new_size, bool being_written) {
   const TruncateRules& rules = profile_spec(profile).truncate;
+  if (rules.ignored_while_written && being_written) return {0, TruncateEffect::skip, "while-written"};
   bool allowed = false;
   switch (rules.allows) {
     case TruncateAllows::to_zero:
@@ -120,6 +125,17 @@ RenameDecision decide_rename(Profile profile, bool onto_existing_file) {
   if (onto_existing_file && rules.onto_file_error != 0)
     return {rules.onto_file_error, rules.onto_file_reason};
   return {};
+}
+
+int busy_error(Profile profile, HandleKind kind, const OpenHandles& open) {
+  const int error = profile_spec(profile).handles.busy_error;
+  if (error == 0) return 0;
+  const bool busy = kind == HandleKind::write ? open.readers + open.writers > 0 : open.writers > 0;
+  return busy ? error : 0;
+}
+
+bool flush_seals(Profile profile, std::uint64_t bytes_written, bool by_opening_process) {
+  return profile_spec(profile).handles.sealed_error != 0 && bytes_written > 0 && by_opening_process;
 }
 
 }  // namespace appendonlyfs

@@ -9,7 +9,7 @@
 
 namespace appendonlyfs {
 
-enum class Profile { hdfs, s3, strict };
+enum class Profile { hdfs, s3, strict, volumes };
 
 // What hdfs does with truncate to a non-zero size: vendor builds refuse, Apache trunk silently ignores.
 enum class NonZeroTruncate { refuse, ignore };
@@ -74,12 +74,28 @@ struct TruncateRules {
   std::string_view reason_nonempty_file;  // the refusal's reason when the file has bytes
   std::string_view reason_empty_file;     // and when it is empty
   bool ignorable;                         // -o truncate=ignore turns the refusal into "return 0, do nothing"
+  bool ignored_while_written;             // a truncate of a file being written returns 0 and does nothing
 };
 
 struct RenameRules {
   int error;            // every rename; 0: renames pass through
   int onto_file_error;  // a rename whose destination is an existing file; 0: passes
   std::string_view onto_file_reason;
+};
+
+// What a store allows besides the write rules: concurrent handles, the end of an upload, reads through
+// a write handle, links. Every errno here is 0 where the store does not refuse.
+struct HandleRules {
+  // An open that would give a file a writer and another handle at once (a second writer, a reader of a
+  // file being written, a writer of a file being read) fails with this errno.
+  int busy_error;
+  // After fsync/fdatasync on a write handle, or a flush of it by the process that opened it once bytes
+  // were written, the upload is complete: every later write on the handle fails with this errno.
+  int sealed_error;
+  int write_handle_read_error;  // a read through a write handle
+  int link_error;               // link(2) and symlink(2)
+  int sync_open_error;          // any open with O_SYNC or O_DSYNC
+  int unlink_written_error;     // an unlink of a file a write handle is writing (its upload not ended)
 };
 
 struct ProfileSpec {
@@ -92,6 +108,7 @@ struct ProfileSpec {
   TruncateRules truncate;
   RenameRules rename;
   int fallocate_error;
+  HandleRules handles;
 };
 
 // Every profile, in the order the usage text lists them; the first is the default.
@@ -100,7 +117,7 @@ const ProfileSpec& profile_spec(Profile profile);
 
 std::string_view profile_name(Profile profile);
 std::optional<Profile> parse_profile(std::string_view name);
-// "hdfs, s3, strict" (for error lines) or with another separator ("hdfs|s3|strict").
+// "hdfs, s3, strict, volumes" (for error lines) or with another separator ("hdfs|s3|strict|volumes").
 std::string profile_names(std::string_view separator = ", ");
 
 // An open as the emulated store receives it (the library's own OpenRequest is in src/shim/guard.h).
@@ -126,6 +143,7 @@ struct HandleState {
   HandleKind kind = HandleKind::read;
   std::uint64_t written_end = 0;
   bool poisoned = false;
+  bool sealed = false;  // the upload was completed (fsync, or the opener's flush): see HandleRules
 };
 
 // A write as the emulated store receives it (the library's WriteRequest is in src/core/eof_rule.h).
@@ -155,8 +173,9 @@ struct TruncateDecision {
   std::string_view reason;
 };
 
+// being_written: a write handle whose upload has not ended is open on the file.
 TruncateDecision decide_truncate(Profile profile, NonZeroTruncate non_zero, std::uint64_t current_size,
-                                 std::uint64_t new_size);
+                                 std::uint64_t new_size, bool being_written = false);
 
 // fallocate is refused by every profile today; the errno is the profile's.
 int fallocate_error(Profile profile);
@@ -170,5 +189,20 @@ struct RenameDecision {
 // hdfsRename, i.e. FileSystem#rename, which returns false when the destination file exists; hdfsRename
 // turns false into EIO. mountpoint-s3 has no rename at all.
 RenameDecision decide_rename(Profile profile, bool onto_existing_file);
+
+// The handles open on one file, as far as the busy rule counts them (a handle stops counting at its
+// release, or when its upload or read ended at a flush).
+struct OpenHandles {
+  unsigned readers = 0;
+  unsigned writers = 0;
+};
+
+// The errno an open of a `kind` handle gets from the busy rule, 0 if it may open.
+int busy_error(Profile profile, HandleKind kind, const OpenHandles& open);
+
+// Whether a flush ends a write handle's upload (sealing it): after bytes were written, by the process
+// that opened it (mountpoint-s3 defers the upload when another process closes a duplicate, or when the
+// file is still empty).
+bool flush_seals(Profile profile, std::uint64_t bytes_written, bool by_opening_process);
 
 }  // namespace appendonlyfs

@@ -20,10 +20,11 @@ constexpr std::array<std::string_view, 4> kKnownSources = {"fuse_dfs", "hadoop-f
 // mountinfo: it is read from the command line of the rclone process serving the mount
 // (core/rclone_cmdline.h); `writes` and `full` are neither write-once nor guarded whole (is_rclone_cached),
 // `off`, `minimal` and an rclone process that cannot be seen stay write-once. appendonlyfs puts its
-// profile in its source ("appendonlyfs:s3").
+// profile in its source ("appendonlyfs:s3"; "appendonlyfs:volumes" emulates Databricks volumes).
 constexpr std::array<std::string_view, 3> kWriteOnceTypes = {"fuse.rclone", "fuse.mountpoint-s3",
                                                              "fuse.gcsfuse"};
-constexpr std::array<std::string_view, 3> kWriteOnceSources = {"mountpoint-s3", "gcsfuse", "appendonlyfs:s3"};
+constexpr std::array<std::string_view, 4> kWriteOnceSources = {"mountpoint-s3", "gcsfuse", "appendonlyfs:s3",
+                                                               "appendonlyfs:volumes"};
 
 // Stores whose rename fails ENOSYS (DESIGN.md section 6): mountpoint-s3 on general purpose buckets,
 // Databricks volumes; appendonlyfs's profiles of them put their name in the source.

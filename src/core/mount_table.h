@@ -31,7 +31,7 @@ std::string parse_mount_selection(std::string_view text, MountSelection& out);
 enum class StoreKind {
   kAppends,    // appends work (fuse_dfs, appendonlyfs hdfs/strict, local disks, chattr +a): O_APPEND reopen
   kWriteOnce,  // one sequential upload from 0 per file (rclone off, mountpoint-s3, gcsfuse, appendonlyfs
-               // s3): hold the first session and reuse it
+               // s3 and volumes): hold the first session and reuse it
 };
 
 struct MountEntry {

@@ -1,7 +1,7 @@
 """Mount tests of appendonlyfs: every profile rule and fault option, checked with real syscalls.
 
 usage: fs_tests.py APPENDONLYFS_BINARY GROUP
-GROUP is one of: cli, common, hdfs, s3, strict, faults. Exit 77 (skip) when FUSE is absent, unless
+GROUP is one of: cli, common, hdfs, s3, strict, volumes, faults. Exit 77 (skip) when FUSE is absent, unless
 APPENDGUARD_REQUIRE_FUSE=1. Each test mounts a fresh filesystem over fresh temporary directories.
 """
 
@@ -43,6 +43,7 @@ def write_file(path, data):
 class MountTest(unittest.TestCase):
     profile = "hdfs"
     options = ()
+    link_errors = ()  # what symlink(2) and link(2) fail with; empty: they work
 
     def setUp(self):
         self.log = tempfile.NamedTemporaryFile(prefix="aofs-log-", delete=False).name
@@ -111,11 +112,16 @@ class CommonTests:
         self.assertEqual((os.stat(self.b("a.bin")).st_uid, os.stat(self.b("a.bin")).st_gid), (1234, 5678))
         os.utime(self.m("a.bin"), (1000000, 2000000))
         self.assertEqual(os.stat(self.b("a.bin")).st_mtime, 2000000)
-        os.symlink("a.bin", self.m("link"))
-        self.assertEqual(os.readlink(self.m("link")), "a.bin")
-        self.assertEqual(read_bytes(self.m("link")), b"0123456789")
+        if self.link_errors:  # the store has no links: symlink and link refused, nothing created
+            self.assert_errno(self.link_errors[0], os.symlink, "a.bin", self.m("link"))
+            self.assert_errno(self.link_errors[1], os.link, self.m("a.bin"), self.m("hard"))
+            self.assertEqual(sorted(os.listdir(self.backing)), ["a.bin"])
+        else:
+            os.symlink("a.bin", self.m("link"))
+            self.assertEqual(os.readlink(self.m("link")), "a.bin")
+            self.assertEqual(read_bytes(self.m("link")), b"0123456789")
+            os.unlink(self.m("link"))
         self.assertGreater(os.statvfs(self.mnt).f_bsize, 0)
-        os.unlink(self.m("link"))
         os.unlink(self.m("a.bin"))
         self.assertEqual(os.listdir(self.backing), [])
         os.fsync(fd)
@@ -129,7 +135,7 @@ class CommonTests:
         self.assertEqual(self.log_lines(), [])
 
     def test_o_append_write_lands_at_real_end_after_other_handle_appended(self):
-        if self.profile == "s3":  # s3 allows no second writer and no append to an existing object
+        if self.profile in ("s3", "volumes"):  # no append to an existing object (s3: no second writer either)
             fd = self.open("log.txt", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
             os.write(fd, b"start\n")
             os.write(fd, b"one\n")
@@ -188,6 +194,14 @@ class HdfsCommon(CommonTests, MountTest):
 
 class S3Common(CommonTests, MountTest):
     profile = "s3"
+    link_errors = (errno.EPERM, errno.EPERM)  # mountpoint-s3's fuse.rs: "Userspace expects EPERM for link/symlink"
+
+
+class VolumesCommon(CommonTests, MountTest):
+    profile = "volumes"
+    # The profile answers ENOSYS to both (earth-mover/icechunk#2341); the kernel passes a FUSE daemon's
+    # ENOSYS on to symlink(2) but turns it into EPERM for link(2).
+    link_errors = (errno.ENOSYS, errno.EPERM)
 
 
 class StrictCommon(CommonTests, MountTest):
@@ -398,6 +412,175 @@ class S3Tests(MountTest):
         fd = self.open("n", os.O_WRONLY | os.O_CREAT)
         self.assertEqual(raw_fallocate(fd, 0, 10), errno.EOPNOTSUPP)
 
+    # mountpoint-s3 doc/SEMANTICS.md: "A file can not have a reader and a writer file handle open at the
+    # same time, and attempting to do so will result in an EPERM error for the second open request".
+    def test_a_file_being_written_cannot_be_opened_again(self):
+        fd = self.open("n", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        os.write(fd, b"abc")
+        self.assert_errno(errno.EPERM, os.open, self.m("n"), os.O_RDONLY)
+        self.assert_errno(errno.EPERM, os.open, self.m("n"), os.O_WRONLY | os.O_TRUNC)
+        self.assert_logged("refused open path=/n flags=O_RDONLY errno=EPERM profile=s3 reason=busy")
+        os.close(fd)
+        self.assertEqual(read_bytes(self.m("n")), b"abc")  # readable once closed
+
+    def test_a_file_being_read_cannot_be_overwritten_and_readers_share(self):
+        self.seed("a", b"object")
+        reader = self.open("a", os.O_RDONLY)
+        second = self.open("a", os.O_RDONLY)
+        self.assertEqual(os.pread(second, 3, 0), b"obj")
+        self.assert_errno(errno.EPERM, os.open, self.m("a"), os.O_WRONLY | os.O_TRUNC)
+        self.assertEqual(read_bytes(self.b("a")), b"object")  # refused before the truncation
+        os.close(reader)
+        os.close(second)
+        fd = self.open("a", os.O_WRONLY | os.O_TRUNC)
+        os.write(fd, b"new")
+        os.close(fd)
+        self.assertEqual(read_bytes(self.b("a")), b"new")
+
+    # SEMANTICS.md: fsync "complete[s] the upload of the object to S3 and disallow[s] further writes";
+    # fs/handles.rs UploadState::write answers EIO "upload already completed".
+    def test_fsync_ends_the_upload_later_writes_fail_eio(self):
+        fd = self.open("n", os.O_WRONLY | os.O_CREAT)
+        os.write(fd, b"abc")
+        os.fsync(fd)
+        self.assert_errno(errno.EIO, os.write, fd, b"def")
+        self.assert_logged("refused write path=/n offset=3 size=3 end=3 errno=EIO profile=s3 reason=upload-complete")
+        self.assertEqual(read_bytes(self.m("n")), b"abc")  # the upload is done: readable while still open
+
+    # A close (flush) by the opening process after a write completes the upload: a duplicate made before
+    # cannot write on; before any write, or from another process, the close defers it (dd, touch, fork).
+    def test_close_after_a_write_ends_the_upload_for_duplicates(self):
+        fd = self.open("n", os.O_WRONLY | os.O_CREAT)
+        duplicate = os.dup(fd)
+        self.addCleanup(lambda: _close_quietly(duplicate))
+        os.write(fd, b"abc")
+        os.close(fd)
+        self.assert_errno(errno.EIO, os.write, duplicate, b"def")
+        empty = self.open("e", os.O_WRONLY | os.O_CREAT)
+        kept = os.dup(empty)
+        self.addCleanup(lambda: _close_quietly(kept))
+        os.close(empty)  # nothing written yet: the upload goes on through the duplicate
+        os.write(kept, b"xyz")
+        os.close(kept)
+        self.assertEqual(read_bytes(self.b("e")), b"xyz")
+
+    def test_child_closing_an_inherited_descriptor_does_not_end_the_upload(self):
+        fd = self.open("n", os.O_WRONLY | os.O_CREAT)
+        os.write(fd, b"abc")
+        subprocess.run([sys.executable, "-c", f"import os; os.close({fd})"], pass_fds=(fd,), check=True)
+        os.write(fd, b"def")
+        os.close(fd)
+        self.assertEqual(read_bytes(self.b("n")), b"abcdef")
+
+    # fs.rs setattr passes only the times on; superblock.rs setattr refuses a committed ("Remote") file
+    # with EPERM and accepts a file being written: a size change then returns 0 and does nothing
+    # (safetensors 0.8's set_len on its new temporary file succeeds; the save fails later, at rename).
+    def test_truncate_of_a_file_being_written_succeeds_and_changes_nothing(self):
+        fd = self.open("n", os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        os.ftruncate(fd, 4096)
+        self.assertEqual(os.fstat(fd).st_size, 0)
+        os.write(fd, b"abc")
+        os.ftruncate(fd, 1)
+        os.truncate(self.m("n"), 0)  # by name, while the writer is open
+        os.write(fd, b"def")
+        os.close(fd)
+        self.assertEqual(read_bytes(self.b("n")), b"abcdef")
+        self.assert_logged("ignored truncate path=/n size=4096 end=0 profile=s3 reason=while-written")
+        self.assert_errno(errno.EPERM, os.truncate, self.m("n"), 0)  # committed now
+
+    # superblock.rs unlink: "unlink on local file not allowed until write is complete" (EPERM).
+    def test_unlink_of_a_file_being_written_fails_eperm(self):
+        fd = self.open("n", os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, b"abc")
+        self.assert_errno(errno.EPERM, os.unlink, self.m("n"))
+        self.assertEqual(os.listdir(self.backing), ["n"])
+        self.assert_logged("refused unlink path=/n errno=EPERM profile=s3 reason=being-written")
+        os.close(fd)
+        os.unlink(self.m("n"))
+        self.assertEqual(os.listdir(self.backing), [])
+
+    # fs.rs open: "O_SYNC and O_DSYNC are not supported" (EINVAL), for every open.
+    def test_o_sync_and_o_dsync_opens_fail_einval(self):
+        self.seed("a", b"object")
+        self.assert_errno(errno.EINVAL, os.open, self.m("n"), os.O_WRONLY | os.O_CREAT | os.O_SYNC)
+        self.assert_errno(errno.EINVAL, os.open, self.m("a"), os.O_RDONLY | os.O_DSYNC)
+        self.assertEqual(sorted(os.listdir(self.backing)), ["a"])
+        self.assert_logged("refused open path=/a", "errno=EINVAL profile=s3 reason=sync")
+
+    # "you cannot both read and write to the same file descriptor even in this mode" (fs.rs read: EBADF).
+    def test_reads_through_a_write_handle_fail_ebadf(self):
+        fd = self.open("n", os.O_RDWR | os.O_CREAT)
+        os.write(fd, b"abc")
+        self.assert_errno(errno.EBADF, os.pread, fd, 3, 0)
+        self.assert_logged("refused read path=/n", "errno=EBADF profile=s3 reason=write-handle")
+
+
+class VolumesTests(MountTest):
+    """Databricks Unity Catalog volumes (the sources are in profiles.cpp and docs/stores.md)."""
+    profile = "volumes"
+
+    def test_new_file_and_o_trunc_overwrite_are_written_sequentially(self):
+        fd = self.open("n", os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, b"abc")
+        os.write(fd, b"def")
+        os.close(fd)
+        self.assertEqual(read_bytes(self.b("n")), b"abcdef")
+        write_file(self.m("n"), b"replaced")  # "wb": O_WRONLY|O_CREAT|O_TRUNC
+        self.assertEqual(read_bytes(self.b("n")), b"replaced")
+        self.assertEqual(self.log_lines(), [])
+
+    def test_appends_fail_errno_95_file_intact(self):
+        self.seed("log.txt", b"start\n")
+        fd = self.open("log.txt", os.O_WRONLY | os.O_APPEND)
+        self.assert_errno(errno.EOPNOTSUPP, os.write, fd, b"more\n")
+        self.assertEqual(read_bytes(self.b("log.txt")), b"start\n")
+        self.assert_logged("refused write path=/log.txt", "errno=EOPNOTSUPP profile=volumes reason=read-handle")
+        with self.assertRaises(OSError) as caught:
+            with open(self.m("log.txt"), "ab") as f:
+                f.write(b"more\n")
+        self.assertEqual(caught.exception.errno, errno.EOPNOTSUPP)
+
+    def test_r_plus_b_existing_writes_fail_errno_95(self):
+        self.seed("a.safetensors", b"0123456789")
+        fd = self.open("a.safetensors", os.O_RDWR)
+        self.assertEqual(os.pread(fd, 4, 0), b"0123")
+        self.assert_errno(errno.EOPNOTSUPP, os.pwrite, fd, b"x", 10)
+        self.assert_errno(errno.EOPNOTSUPP, os.pwrite, fd, b"x", 0)
+        self.assertEqual(read_bytes(self.b("a.safetensors")), b"0123456789")
+
+    def test_non_sequential_writes_fail_errno_95_handle_stays_usable(self):
+        fd = self.open("n", os.O_WRONLY | os.O_CREAT)
+        os.write(fd, b"0123")
+        self.assert_errno(errno.EOPNOTSUPP, os.pwrite, fd, b"x", 100)
+        self.assert_errno(errno.EOPNOTSUPP, os.pwrite, fd, b"x", 0)
+        os.write(fd, b"45")
+        self.assertEqual(read_bytes(self.b("n")), b"012345")
+        self.assert_logged("refused write path=/n offset=100 size=1 end=4 errno=EOPNOTSUPP profile=volumes "
+                           "reason=non-sequential")
+
+    def test_preallocation_fails_truncate_to_zero_works(self):
+        fd = self.open("n", os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        self.assert_errno(errno.EOPNOTSUPP, os.ftruncate, fd, 4096)  # safetensors 0.8's set_len
+        self.assertEqual(raw_fallocate(fd, 0, 4096), errno.EOPNOTSUPP)
+        self.seed("a", b"object")
+        os.truncate(self.m("a"), 0)
+        self.assertEqual(read_bytes(self.b("a")), b"")
+
+    def test_rename_fails_enosys_and_unlink_works(self):
+        self.seed("a", b"object")
+        self.seed("b", b"other")
+        self.assert_errno(errno.ENOSYS, os.rename, self.m("a"), self.m("c"))
+        self.assert_errno(errno.ENOSYS, os.rename, self.m("a"), self.m("b"))
+        self.assertEqual(sorted(os.listdir(self.backing)), ["a", "b"])
+        self.assert_logged("refused rename path=/a to=/c errno=ENOSYS profile=volumes")
+        os.unlink(self.m("a"))
+        self.assertEqual(os.listdir(self.backing), ["b"])
+
+    def test_readers_and_writers_may_overlap(self):
+        fd = self.open("n", os.O_WRONLY | os.O_CREAT)
+        os.write(fd, b"abc")
+        self.assertEqual(read_bytes(self.m("n")), b"abc")  # no source says volumes refuse this
+
 
 class StrictTests(MountTest):
     profile = "strict"
@@ -544,12 +727,12 @@ class CliTests(unittest.TestCase):
         self.assertEqual((result.returncode, result.stdout), (0, "appendonlyfs 0.1.0\n"))
         result = self.run_binary("--help")
         self.assertEqual(result.returncode, 0)
-        for word in ("profile=hdfs|s3|strict", "short_writes", "fail_after", "eio_every", "delay_us", "log=FILE"):
+        for word in ("profile=hdfs|s3|strict|volumes", "Databricks", "short_writes", "fail_after", "eio_every", "delay_us", "log=FILE"):
             self.assertIn(word, result.stdout)
 
     def test_bad_arguments(self):
         with tempfile.TemporaryDirectory() as d:
-            self.assert_bad_argument(["-o", "profile=nfs", d, d], "profile", "nfs", "hdfs, s3, strict")
+            self.assert_bad_argument(["-o", "profile=nfs", d, d], "profile", "nfs", "hdfs, s3, strict, volumes")
             self.assert_bad_argument(["-o", "short_writes=abc", d, d], "short_writes", "abc", "positive integer")
             self.assert_bad_argument(["-o", "short_writes=0", d, d], "short_writes", "positive integer")
             self.assert_bad_argument(["-o", "fail_after=-1", d, d], "fail_after", "-1", "non-negative integer")
@@ -568,10 +751,11 @@ class CliTests(unittest.TestCase):
 
 GROUPS = {
     "cli": [CliTests],
-    "common": [HdfsCommon, S3Common, StrictCommon],
+    "common": [HdfsCommon, S3Common, StrictCommon, VolumesCommon],
     "hdfs": [HdfsTests, HdfsTruncateIgnoreTests],
     "s3": [S3Tests],
     "strict": [StrictTests],
+    "volumes": [VolumesTests],
     "faults": [ShortWriteTests, FailAfterTests, EioEveryTests, DelayTests, CombinedOptionsTests],
 }
 

@@ -24,7 +24,7 @@ HandleState writer(std::uint64_t written_end = 0) {
 }  // namespace
 
 TEST_CASE("profile names round-trip") {
-  for (Profile profile : {Profile::hdfs, Profile::s3, Profile::strict}) {
+  for (Profile profile : {Profile::hdfs, Profile::s3, Profile::strict, Profile::volumes}) {
     CHECK(parse_profile(profile_name(profile)) == profile);
   }
   CHECK_FALSE(parse_profile("nfs"));
@@ -32,7 +32,7 @@ TEST_CASE("profile names round-trip") {
 }
 
 TEST_CASE("read-only opens are read handles in every profile") {
-  for (Profile profile : {Profile::hdfs, Profile::s3, Profile::strict}) {
+  for (Profile profile : {Profile::hdfs, Profile::s3, Profile::strict, Profile::volumes}) {
     const StoreOpenDecision decision = open_existing(profile, O_RDONLY);
     CHECK(decision.error == 0);
     CHECK(decision.kind == HandleKind::read);
@@ -143,6 +143,12 @@ TEST_CASE("truncate rules") {
     CHECK(decide_truncate(Profile::s3, refuse, 10, 10).error == EPERM);
     CHECK(decide_truncate(Profile::s3, refuse, 0, 10).error == EPERM);
     CHECK(decide_truncate(Profile::s3, refuse, 0, 0).error == 0);
+    // A file being written: accepted, the size not applied (safetensors 0.8's set_len).
+    const TruncateDecision set_len = decide_truncate(Profile::s3, refuse, 0, 4096, true);
+    CHECK(set_len.error == 0);
+    CHECK(set_len.effect == TruncateEffect::skip);
+    CHECK(set_len.reason == "while-written");
+    CHECK(decide_truncate(Profile::hdfs, refuse, 0, 4096, true).error == EOPNOTSUPP);
   }
   SECTION("strict") {
     CHECK(decide_truncate(Profile::strict, refuse, 10, 10).error == 0);
@@ -152,7 +158,7 @@ TEST_CASE("truncate rules") {
 }
 
 TEST_CASE("fallocate and rename") {
-  for (Profile profile : {Profile::hdfs, Profile::s3, Profile::strict})
+  for (Profile profile : {Profile::hdfs, Profile::s3, Profile::strict, Profile::volumes})
     CHECK(fallocate_error(profile) == EOPNOTSUPP);
   CHECK(decide_rename(Profile::hdfs, false).error == 0);
   CHECK(decide_rename(Profile::strict, false).error == 0);
@@ -186,4 +192,59 @@ TEST_CASE("hdfs_open=translate follows fuse_dfs get_hdfs_open_flags") {
   CHECK(open(O_RDONLY, true, 10).kind == HandleKind::read);
   // The default is unchanged: O_WRONLY replaces.
   CHECK(decide_open(Profile::hdfs, {O_WRONLY, true, 10}).truncate);
+}
+
+TEST_CASE("volumes: new files and O_TRUNC overwrites are written sequentially, nothing else") {
+  CHECK(open_missing(Profile::volumes, O_WRONLY | O_CREAT).kind == HandleKind::write);
+  CHECK(open_missing(Profile::volumes, O_RDWR | O_CREAT | O_EXCL).kind == HandleKind::write);
+  const StoreOpenDecision overwrite = open_existing(Profile::volumes, O_WRONLY | O_TRUNC);
+  CHECK(overwrite.error == 0);
+  CHECK(overwrite.kind == HandleKind::write);
+  CHECK(overwrite.truncate);
+  // Appends and "r+b" open, and their writes fail Errno 95.
+  for (int flags : {O_WRONLY | O_APPEND, O_RDWR, O_WRONLY, O_RDWR | O_APPEND}) {
+    const StoreOpenDecision d = open_existing(Profile::volumes, flags);
+    CHECK(d.error == 0);
+    CHECK(d.kind == HandleKind::read);
+    CHECK_FALSE(d.truncate);
+    CHECK(decide_write(Profile::volumes, {d.kind, 0, false}, {10, 1, 10}).error == EOPNOTSUPP);
+  }
+  HandleState handle = writer();
+  CHECK(decide_write(Profile::volumes, handle, {0, 4, 0}).error == 0);
+  record_write(handle, 0, 4);
+  const StoreWriteDecision skip = decide_write(Profile::volumes, handle, {8, 1, 4});
+  CHECK(skip.error == EOPNOTSUPP);
+  CHECK(skip.reason == "non-sequential");
+  CHECK_FALSE(skip.poison_handle);
+  CHECK(decide_write(Profile::volumes, handle, {4, 1, 4}).error == 0);
+  CHECK(decide_truncate(Profile::volumes, NonZeroTruncate::refuse, 0, 4096).error == EOPNOTSUPP);
+  CHECK(decide_truncate(Profile::volumes, NonZeroTruncate::refuse, 10, 0).error == 0);
+  CHECK(decide_rename(Profile::volumes, false).error == ENOSYS);
+  CHECK(decide_rename(Profile::volumes, true).error == ENOSYS);
+  CHECK(profile_spec(Profile::volumes).handles.link_error == ENOSYS);
+}
+
+TEST_CASE("s3: one writer or many readers, as mountpoint-s3 allows") {
+  CHECK(busy_error(Profile::s3, HandleKind::read, {}) == 0);
+  CHECK(busy_error(Profile::s3, HandleKind::write, {}) == 0);
+  CHECK(busy_error(Profile::s3, HandleKind::read, {.readers = 2, .writers = 0}) == 0);
+  CHECK(busy_error(Profile::s3, HandleKind::write, {.readers = 1, .writers = 0}) == EPERM);
+  CHECK(busy_error(Profile::s3, HandleKind::read, {.readers = 0, .writers = 1}) == EPERM);
+  CHECK(busy_error(Profile::s3, HandleKind::write, {.readers = 0, .writers = 1}) == EPERM);
+  for (Profile profile : {Profile::hdfs, Profile::strict, Profile::volumes})
+    CHECK(busy_error(profile, HandleKind::write, {.readers = 1, .writers = 1}) == 0);
+}
+
+TEST_CASE("s3: fsync or the opener's flush after a write ends the upload; later writes fail EIO") {
+  CHECK(flush_seals(Profile::s3, 4, true));
+  CHECK_FALSE(flush_seals(Profile::s3, 0, true));   // empty: the upload is deferred (touch, dd)
+  CHECK_FALSE(flush_seals(Profile::s3, 4, false));  // another process closed a duplicate
+  CHECK_FALSE(flush_seals(Profile::hdfs, 4, true));
+  CHECK_FALSE(flush_seals(Profile::volumes, 4, true));
+  HandleState sealed = writer(4);
+  sealed.sealed = true;
+  const StoreWriteDecision after = decide_write(Profile::s3, sealed, {4, 1, 4});
+  CHECK(after.error == EIO);
+  CHECK(after.reason == "upload-complete");
+  CHECK(decide_write(Profile::hdfs, {HandleKind::write, 0, false, true}, {4, 1, 4}).error == 0);
 }

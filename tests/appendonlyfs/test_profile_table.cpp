@@ -66,7 +66,7 @@ TEST_CASE("every Profile has exactly one table entry, and the first is the defau
     CHECK(names.insert(spec.name).second);
     CHECK(&profile_spec(spec.profile) == &spec);
   }
-  for (Profile profile : {Profile::hdfs, Profile::s3, Profile::strict})
+  for (Profile profile : {Profile::hdfs, Profile::s3, Profile::strict, Profile::volumes})
     CHECK(profile_spec(profile).profile == profile);
   CHECK(profiles().front().profile == Options{}.profile);
 }
@@ -128,7 +128,7 @@ TEST_CASE("write rules are applied as listed") {
   }
 }
 
-TEST_CASE("truncate, rename and fallocate rules are applied as listed") {
+TEST_CASE("truncate, rename, fallocate and handle rules are applied as listed") {
   for (const ProfileSpec& spec : profiles()) {
     INFO(spec.name);
     const TruncateRules& rules = spec.truncate;
@@ -147,6 +147,15 @@ TEST_CASE("truncate, rename and fallocate rules are applied as listed") {
         const TruncateDecision ignored =
             decide_truncate(spec.profile, NonZeroTruncate::ignore, current, size);
         CHECK(ignored.error == (allowed || rules.ignorable ? 0 : rules.error));
+        const TruncateDecision written =
+            decide_truncate(spec.profile, NonZeroTruncate::refuse, current, size, true);
+        if (rules.ignored_while_written) {
+          CHECK(written.error == 0);
+          CHECK(written.effect == TruncateEffect::skip);
+        } else {
+          CHECK(written.error == d.error);
+          CHECK(written.effect == d.effect);
+        }
       }
     }
     const RenameRules& rename = spec.rename;
@@ -156,5 +165,15 @@ TEST_CASE("truncate, rename and fallocate rules are applied as listed") {
     if (rename.error == 0) CHECK(onto.reason == rename.onto_file_reason);
     CHECK(fallocate_error(spec.profile) == spec.fallocate_error);
     CHECK(spec.fallocate_error != 0);
+    const HandleRules& handles = spec.handles;
+    CHECK(busy_error(spec.profile, HandleKind::write, {.readers = 1, .writers = 0}) == handles.busy_error);
+    CHECK(busy_error(spec.profile, HandleKind::read, {.readers = 0, .writers = 1}) == handles.busy_error);
+    CHECK(flush_seals(spec.profile, 1, true) == (handles.sealed_error != 0));
+    if (spec.profile == Profile::s3) CHECK(handles.sync_open_error == EINVAL);
+    if (spec.profile == Profile::s3) CHECK(handles.unlink_written_error == EPERM);
+    if (handles.unlink_written_error != 0) CHECK(handles.busy_error != 0);  // it needs the writers counted
+    HandleState sealed{HandleKind::write, 0, false, true};
+    const std::uint64_t anchor = spec.write.anchor == WriteAnchor::handle_end ? 0 : 20;
+    CHECK(decide_write(spec.profile, sealed, {anchor, 5, 20}).error == handles.sealed_error);
   }
 }

@@ -19,6 +19,7 @@ call succeeded (a child: exit status 0). Data is deterministic, so that a local 
 import array
 import ctypes
 import fcntl
+import hashlib
 import json
 import os
 import subprocess
@@ -72,6 +73,30 @@ class Ctx:
 
 
 # ---- the light operations (no torch) ------------------------------------------------------------------
+
+_READER = ("import hashlib, sys\n"
+           "path = sys.stdin.readline().strip()\n"
+           "try:\n"
+           "    print(hashlib.sha256(open(path, 'rb').read()).hexdigest())\n"
+           "except OSError as error:\n"
+           "    print(f'{type(error).__name__}: {error}')\n")
+
+
+def act_read_by_other(c):
+    """Another process reads the file as soon as this one has closed it (another rank after a barrier). It
+    is started before the write, so it holds no copy of this process's descriptors."""
+    reader = subprocess.Popen([sys.executable, "-c", _READER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        with open(c.p(), "wb") as f:
+            f.write(NEW)
+        out, _ = reader.communicate(c.p() + "\n", timeout=60)
+    finally:
+        if reader.poll() is None:
+            reader.kill()
+            reader.wait()
+    if out.strip() != hashlib.sha256(NEW).hexdigest():
+        raise RuntimeError(f"another process reading the file: {out.strip()}")
 
 def make_sources(src):
     """The local source files of cp, dd, rsync, tar (made by the test before any run)."""
@@ -319,6 +344,7 @@ OPERATIONS = {
     "dcp_save_again": (setup_dcp_save_again, act_dcp_save, "a second `dcp.save` into the same folder"),
     "dcp_consolidate": (setup_dcp_consolidate, act_dcp_consolidate,
                         "`consolidate_safetensors_files` of existing shards, 4 threads"),
+    "read_by_other": (nothing, act_read_by_other, 'new file, `"wb"`, read by another process once closed'),
 }
 # Operations the library must refuse (a loud failure, files intact) wherever they would run.
 MUST_REFUSE = {"write_below_end"}

@@ -26,6 +26,7 @@ STORES = {
     "aofs-hdfs": ("appendonlyfs `profile=hdfs`", "aofs", "hdfs"),
     "aofs-s3": ("appendonlyfs `profile=s3`", "aofs", "s3"),
     "aofs-strict": ("appendonlyfs `profile=strict`", "aofs", "strict"),
+    "aofs-volumes": ("appendonlyfs `profile=volumes` (Databricks volumes)", "aofs", "volumes"),
     "chattr": ("`chattr +a` files (tmpfs)", "chattr", None),
     "rclone-off": ("rclone `--vfs-cache-mode off`", "rclone", ("off", ())),
     "rclone-minimal": ("rclone `--vfs-cache-mode minimal --vfs-write-back 0s`", "rclone",

@@ -26,6 +26,7 @@ APPENDONLYFS = {  # row label -> mount options
     "appendonlyfs `profile=hdfs,truncate=ignore`": ("hdfs", ("truncate=ignore",)),
     "appendonlyfs `profile=s3`": ("s3", ()),
     "appendonlyfs `profile=strict`": ("strict", ()),
+    "appendonlyfs `profile=volumes`": ("volumes", ()),
 }
 CHATTR = "`chattr +a` file (tmpfs)"
 RCLONE_ROWS = {  # row label -> (cache mode, more arguments)

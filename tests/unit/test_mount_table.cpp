@@ -146,6 +146,18 @@ TEST_CASE("stores without rename are known: mountpoint-s3, appendonlyfs s3 and v
   CHECK(store_renames(e));  // a source name alone counts only on FUSE
 }
 
+TEST_CASE("appendonlyfs volumes (Databricks volumes' rules) is a guarded write-once store, like s3") {
+  MountEntry e;
+  REQUIRE(
+      parse_mountinfo_line("54 22 0:54 / /Volumes/c/s/v rw - fuse.appendonlyfs appendonlyfs:volumes rw", e));
+  CHECK(classify_store(e) == StoreKind::kWriteOnce);
+  CHECK(is_append_only_mount(e, MountSelection{}));
+  MountTable t;
+  t.load("54 22 0:54 / /Volumes/c/s/v rw - fuse.appendonlyfs appendonlyfs:volumes rw\n", MountSelection{});
+  CHECK(t.store_kind_of("/Volumes/c/s/v/model.safetensors") == StoreKind::kWriteOnce);
+  REQUIRE(t.append_only_mount_of("/Volumes/c/s/v/model.safetensors") != nullptr);
+}
+
 TEST_CASE("a mount's device is read from mountinfo, to notice files on mounts made later") {
   MountEntry e;
   REQUIRE(parse_mountinfo_line("40 22 0:35 / /mnt/aofs rw - fuse.appendonlyfs appendonlyfs:s3 rw", e));
