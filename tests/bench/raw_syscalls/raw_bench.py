@@ -3,7 +3,7 @@
 workload runs as a child process without the library ("none") and with LD_PRELOAD=<lib> APPENDGUARD=1
 and APPENDGUARD_SYSCALLS=off, auto and always, the settings interleaved in rounds (their order rotated
 every round). Per configuration it prints the median and the range over the rounds of the child's wall
-time, its CPU time (user+sys from wait4's rusage, all threads) and the figures the workload prints itself.
+time, its CPU time (user+sys of all its threads, from getrusage(RUSAGE_CHILDREN) around it) and the figures the workload prints itself.
 
 usage: tests/bench/raw_syscalls/raw_bench.py [BUILD_DIR] [WORKLOAD ...] [--rounds N] [--dir DIR]
                                              [--count] [--size BYTES] [--steps N] [--iterations N]
@@ -16,8 +16,9 @@ usage: tests/bench/raw_syscalls/raw_bench.py [BUILD_DIR] [WORKLOAD ...] [--round
                 guarded file (model.safetensors) and to an unguarded one (data.bin); `raw`: its openat,
                 write and close are rustix's own instructions; `std-open`: the file is opened and closed
                 through the standard library (libc), the writes are rustix's
-    safetensors safetensors 0.8's save_file of one SIZE-byte tensor, guarded and unguarded (its
-                temporary file is published with rustix's raw renameat)
+    safetensors safetensors 0.8's save_file of one SIZE-byte tensor into a guarded directory (as a
+                store guarded whole: its .tmpXXXXXX file matches no default pattern) and to an unguarded
+                file; the temporary file is published with rustix's raw renameat
     torch       dcp_step_save.py: CPU PyTorch training steps (none open, then with a guarded file open)
                 and dcp.save into a guarded directory
     tcmalloc    alloc_loop.py with gperftools' libtcmalloc.so.4 preloaded (in every configuration,
@@ -111,7 +112,7 @@ def run_timed(command, env, what):
     child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out, err = child.communicate()
     wall = time.perf_counter() - start
-    # communicate() has reaped the child; its rusage is in RUSAGE_CHILDREN: take the difference instead.
+    # The child is reaped by communicate(): measure() reads its CPU time from RUSAGE_CHILDREN.
     if child.returncode != 0:
         raise Failed(f"{what}: exit status {child.returncode}\n{out}{err[-3000:]}")
     figures = {k: float(v) for k, v in re.findall(r"(\w+_m?s)=([0-9.]+)", out.strip().splitlines()[-1])}
@@ -151,11 +152,14 @@ def workloads(args, library, work, wanted):
                                                              str(args.size), str(1 << 20)],
             lambda v, s: environment(s, library)))
     if "safetensors" in wanted:
-        targets = {"guarded": "model.safetensors", "unguarded": "model.bin"}
+        # Guarded as on a store guarded whole: the directory, so that the temporary file is (its name,
+        # .tmpXXXXXX, matches no default pattern); model.bin elsewhere is not.
+        (files / "guarded").mkdir(exist_ok=True)
+        targets = {"guarded": "guarded/model.safetensors", "unguarded": "model.bin"}
         result.append(Workload(
             "safetensors", list(targets),
             lambda v: [python(), str(HERE / "safetensors_save.py"), str(files / targets[v]), str(args.size)],
-            lambda v, s: environment(s, library)))
+            lambda v, s: environment(s, library, APPENDGUARD_PATHS=f"{files}/guarded/**")))
     if "torch" in wanted:
         out = files / "torch"
         result.append(Workload(
