@@ -10,7 +10,7 @@ usage: tests/bench/raw_syscalls/raw_bench.py [BUILD_DIR] [WORKLOAD ...] [--round
   (or: scripts/bench raw [BUILD_DIR] [WORKLOAD ...] [options])
 
   BUILD_DIR     build tree with src/shim/libappendguard.so (default: build in the repository root)
-  WORKLOAD      rust, safetensors, torch, tcmalloc (default: all that can run here)
+  WORKLOAD      rust, safetensors, torch, torch-small, tcmalloc (default: all that can run here)
     rust        tests/bench/raw_syscalls/rustix_writer (Rust on rustix 0.35's Linux backend, built offline
                 with cargo against Debian's librust-rustix-dev) writes SIZE bytes in 1 MiB writes, to a
                 guarded file (model.safetensors) and to an unguarded one (data.bin); `raw`: its openat,
@@ -21,6 +21,8 @@ usage: tests/bench/raw_syscalls/raw_bench.py [BUILD_DIR] [WORKLOAD ...] [--round
                 file; the temporary file is published with rustix's raw renameat
     torch       dcp_step_save.py: CPU PyTorch training steps (none open, then with a guarded file open)
                 and dcp.save into a guarded directory
+    torch-small small_steps.py: short training steps (STEPS x 30 per phase, OMP_WAIT_POLICY=PASSIVE),
+                none open, then with a guarded file open: the most trapped futex per unit of work
     tcmalloc    alloc_loop.py with gperftools' libtcmalloc.so.4 preloaded (in every configuration,
                 "none" included), with no guarded file open and then with one open
   --rounds N    rounds (default 5); --dir DIR where the files go (default a directory on /dev/shm)
@@ -115,7 +117,7 @@ def run_timed(command, env, what):
     # The child is reaped by communicate(): measure() reads its CPU time from RUSAGE_CHILDREN.
     if child.returncode != 0:
         raise Failed(f"{what}: exit status {child.returncode}\n{out}{err[-3000:]}")
-    figures = {k: float(v) for k, v in re.findall(r"(\w+_m?s)=([0-9.]+)", out.strip().splitlines()[-1])}
+    figures = {k: float(v) for k, v in re.findall(r"(\w+(?:_m?s|_ratio))=([0-9.]+)", out.strip().splitlines()[-1])}
     return wall, figures
 
 
@@ -167,6 +169,13 @@ def workloads(args, library, work, wanted):
             lambda v: [python(), str(HERE / "dcp_step_save.py"), str(out), str(args.steps)],
             lambda v, s: environment(s, library, APPENDGUARD_PATHS=f"*.safetensors:{out}/**"),
             prepare=lambda: (shutil.rmtree(out, ignore_errors=True), out.mkdir())))
+    if "torch-small" in wanted:
+        small = files / "torch-small"
+        small.mkdir(exist_ok=True)
+        result.append(Workload(
+            "torch-small", ["short steps, OMP_WAIT_POLICY=PASSIVE"],
+            lambda v: [python(), str(HERE / "small_steps.py"), str(small), str(args.steps * 30)],
+            lambda v, s: dict(environment(s, library), OMP_WAIT_POLICY="PASSIVE")))
     if "tcmalloc" in wanted:
         if not os.path.exists(TCMALLOC):
             raise Failed(f"tcmalloc: {TCMALLOC} is missing (apt-get install libgoogle-perftools4)")
@@ -244,7 +253,7 @@ def main():
     if args.help:
         print(__doc__.strip())
         return 0
-    known = ("rust", "safetensors", "torch", "tcmalloc")
+    known = ("rust", "safetensors", "torch", "torch-small", "tcmalloc")
     build_dir, wanted = REPO / "build", []
     for word in args.words:
         if word in known:
