@@ -18,6 +18,9 @@ APPENDGUARD_PACKAGES=(cmake g++ make pkg-config libfmt-dev libunwind-dev catch2 
 # `appendguard report --html`: libcli11-dev (its options; header-only, in the static launcher only) and
 # chromium (the page's screenshot in tests/integration/test_report_html.py).
 APPENDGUARD_PACKAGES+=(libcli11-dev chromium)
+# librust-rustix-dev: rustix's sources for cargo, offline (integration.test_raw_syscalls_rustix and
+# `scripts/bench raw`, whose tcmalloc workload also wants libgoogle-perftools4, not installed here).
+APPENDGUARD_PACKAGES+=(librust-rustix-dev)
 
 say() { printf '==> %s\n' "$*"; }
 

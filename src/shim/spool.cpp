@@ -179,7 +179,7 @@ struct UploadJob {
   uint64_t written;
 };
 
-constexpr size_t kChildStack = 64 * 1024;
+constexpr size_t kChildStack = size_t{64} * 1024;
 constexpr size_t kCopyBuffer = 1 << 20;
 
 struct UploadMapping {
