@@ -104,6 +104,7 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
   decision.rewrite_existing = false;
   decision.exists = false;
   decision.hold = false;
+  decision.by_name = false;
   decision.spool = false;
   decision.reuse_fd = -1;
   decision.reuse_end = 0;
@@ -115,8 +116,8 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
   if (!writes && __builtin_expect(any_held_sessions(), 0))
     commit_held_before_read(request.dirfd, request.path);
   if (!writes && !g_config->trace) return;
-  if (!matched_by_name(request.dirfd, request.path, decision.path) &&
-      !(writes && opens_a_tracked_file(request.dirfd, request.path, decision.path))) {
+  decision.by_name = matched_by_name(request.dirfd, request.path, decision.path);
+  if (!decision.by_name && !(writes && opens_a_tracked_file(request.dirfd, request.path, decision.path))) {
     // Not by name: a write open on an append-only mount is guarded all the same.
     if (!writes || !any_append_only_mount()) return;
     if (!resolve_full_path(request.dirfd, request.path, decision.path)) return;
@@ -226,7 +227,12 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
     refresh_mounts_for(st.st_dev);
     decision_hold_after_open = hold_mode_for(decision.path);
   }
+  // Held only where a reopen is expected: a file guarded by name (PyTorch's consolidation reopens its
+  // *.safetensors), or everywhere under APPENDGUARD_REOPEN=hold. Another file guarded by its mount is
+  // committed at its close, so that another process (another rank) reads it as without the library: a
+  // held session keeps it unreadable there (EPERM on mountpoint-s3, ENOENT on rclone off) until it ends.
   record.starts_session = !decision.spool && (decision.hold || decision_hold_after_open) &&
+                          (decision.by_name || g_config->reopen == Reopen::kHold) &&
                           ((decision.flags & O_TRUNC) || (!decision.exists && (decision.flags & O_CREAT)));
   if (record.starts_session) start_held_committer();  // not at the close: it may be in a signal handler
   if (decision.reuse_fd >= 0) {

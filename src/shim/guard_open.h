@@ -37,6 +37,7 @@ struct OpenDecision {
   bool rewrite_existing = false;  // APPENDGUARD_REOPEN=rewrite: truncate and write the old bytes back
   bool exists = false;            // the file was there at the decision
   bool hold = false;              // sessions started by this open are held (shim/held_sessions.h)
+  bool by_name = false;           // guarded by a name pattern (not only by its mount)
   bool spool = false;             // a new file on a store without rename, written to the spool (shim/spool.h)
   int reuse_fd = -1;              // a held session answers this open: its descriptor
   uint64_t reuse_end = 0;         // and the bytes written in it

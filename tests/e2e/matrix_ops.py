@@ -82,15 +82,16 @@ _READER = ("import hashlib, sys\n"
            "    print(f'{type(error).__name__}: {error}')\n")
 
 
-def act_read_by_other(c):
+def act_read_by_other(c, name="f"):
     """Another process reads the file as soon as this one has closed it (another rank after a barrier). It
     is started before the write, so it holds no copy of this process's descriptors."""
+    path = c.p(name)
     reader = subprocess.Popen([sys.executable, "-c", _READER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               text=True)
     try:
-        with open(c.p(), "wb") as f:
+        with open(path, "wb") as f:
             f.write(NEW)
-        out, _ = reader.communicate(c.p() + "\n", timeout=60)
+        out, _ = reader.communicate(path + "\n", timeout=60)
     finally:
         if reader.poll() is None:
             reader.kill()
@@ -345,6 +346,8 @@ OPERATIONS = {
     "dcp_consolidate": (setup_dcp_consolidate, act_dcp_consolidate,
                         "`consolidate_safetensors_files` of existing shards, 4 threads"),
     "read_by_other": (nothing, act_read_by_other, 'new file, `"wb"`, read by another process once closed'),
+    "read_by_other_named": (nothing, lambda c: act_read_by_other(c, "model.safetensors"),
+                            'the same with a `*.safetensors` name (guarded by name: held for a reopen)'),
 }
 # Operations the library must refuse (a loud failure, files intact) wherever they would run.
 MUST_REFUSE = {"write_below_end"}
