@@ -96,6 +96,30 @@ void run_open_close(long n) {
   }
 }
 
+// A whole guarded file's life: open (matched by the pattern, its site recorded, tracked), one 64 B write,
+// close (issue 27).
+void setup_guarded_cycle() {
+  g_open_path = path_in_dir("cycle.safetensors");
+}
+void run_guarded_cycle(long n) {
+  const char* path = g_open_path.c_str();
+  for (long i = 0; i < n; ++i) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) fail(path);
+    ssize_t w = write(fd, g_buffer, sizeof g_buffer);
+    if (w != static_cast<ssize_t>(sizeof g_buffer)) fail_short(w);
+    close(fd);
+  }
+}
+
+// A write open of an unmatched name given relative to the working directory (issue 27: made absolute
+// only when a mount must be looked up).
+void setup_plain_write_relative() {
+  create_file("x.bin");
+  if (chdir(g_dir.c_str()) != 0) fail("chdir");
+  g_open_path = "x.bin";
+}
+
 void open_tracked() {
   g_fd = open_or_fail(path_in_dir("bench.safetensors"), O_RDWR | O_CREAT | O_TRUNC);
 }
@@ -170,6 +194,12 @@ const Case kCases[] = {
     {"open_close_write", "1.03", 60'000, kNoBatch,
      "untracked open(x.bin, O_WRONLY) + close on tmpfs (pattern match on the open path)", setup_plain_write,
      run_open_close<O_WRONLY>, nullptr, nothing},
+    {"open_close_write_relative", "1.03", 60'000, kNoBatch,
+     "untracked open(x.bin, O_WRONLY) + close, the name relative to the working directory",
+     setup_plain_write_relative, run_open_close<O_WRONLY>, nullptr, nothing},
+    {"guarded_cycle", "1.10", 20'000, kNoBatch,
+     "open(cycle.safetensors, O_WRONLY|O_CREAT|O_TRUNC) + 64 B write + close on tmpfs: a guarded file's life",
+     setup_guarded_cycle, run_guarded_cycle, nullptr, nothing},
     {"tracked_write_64", "1.07", 200'000, 100'000,
      "tracked 64 B writes to bench.safetensors on tmpfs, opened O_RDWR|O_CREAT|O_TRUNC", open_tracked,
      run_tracked_write<64>, reopen_tracked, close_fd},
@@ -216,7 +246,7 @@ void make_dir() {
 }
 
 void remove_dir() {
-  for (const char* name : {"plain.bin", "x.bin", "bench.safetensors"}) unlink(path_in_dir(name).c_str());
+  for (const char* name : {"plain.bin", "x.bin", "bench.safetensors", "cycle.safetensors"}) unlink(path_in_dir(name).c_str());
   rmdir(g_dir.c_str());
 }
 
