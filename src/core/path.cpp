@@ -63,7 +63,13 @@ size_t normalize_path(std::string_view base_dir, std::string_view path, char* ou
   }
   size_t len = 0;
   out[len++] = '/';
-  if (!absolute && !append_components(base_dir, out, capacity, len)) return 0;
+  if (!absolute && base_dir.size() > 1 && already_normal(base_dir)) {  // a working directory is
+    if (base_dir.size() + 1 > capacity) return 0;
+    std::memcpy(out, base_dir.data(), base_dir.size());
+    len = base_dir.size();
+  } else if (!absolute && !append_components(base_dir, out, capacity, len)) {
+    return 0;
+  }
   if (!append_components(path, out, capacity, len)) return 0;
   out[len] = '\0';
   return len;

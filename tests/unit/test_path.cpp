@@ -42,4 +42,11 @@ TEST_CASE("an absolute path already normal is copied as it is, the same as the c
   CHECK(norm("", "/a/../b") == "/b");
   CHECK(norm("", "/a/") == "/a");
   CHECK(norm("", "/a/.") == "/a");
+  // A base directory already normal is copied too.
+  for (const char* base : {"/", "/w", "/w/x", "/w/./x", "/w/../x", "/w/", "//w"}) {
+    for (const char* path : {"a", "./a", "../a", "a/../../b", "", "."}) {
+      CAPTURE(base, path);
+      CHECK(norm(base, path) == norm("/", (std::string(base) + "/" + path).c_str() + 1));
+    }
+  }
 }
