@@ -2,6 +2,7 @@
 
 #include <sys/sysmacros.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstdio>
@@ -221,6 +222,9 @@ void MountTable::load(std::string_view mountinfo, const MountSelection& selectio
     if (!mount.append_only && is_fuse_type(mount.entry.type)) ++unguarded_fuse_count_;
     mounts_.push_back(std::move(mount));
   }
+  devices_.clear();
+  for (const Mount& mount : mounts_) devices_.push_back(mount.entry.device);
+  std::sort(devices_.begin(), devices_.end());
   append_only_scope_.clear();
   write_once_scope_.clear();
   auto under = [this](std::string_view mount_point, auto&& of_kind) {
@@ -258,10 +262,7 @@ const MountEntry* MountTable::append_only_mount_of(std::string_view path) const 
 }
 
 bool MountTable::knows_device(dev_t device) const {
-  for (const Mount& mount : mounts_) {
-    if (mount.entry.device == device) return true;
-  }
-  return false;
+  return std::binary_search(devices_.begin(), devices_.end(), device);
 }
 
 StoreKind MountTable::store_kind_of(std::string_view path) const {

@@ -40,8 +40,8 @@ bool already_normal(std::string_view path) {
     const char* next = p + 1;
     if (next == end || *next == '/') return false;  // trailing '/' or "//"
     if (*next == '.') {
-      if (next + 1 == end || next[1] == '/') return false;                                  // "."
-      if (next[1] == '.' && (next + 2 == end || next[2] == '/')) return false;              // ".."
+      if (next + 1 == end || next[1] == '/') return false;                      // "."
+      if (next[1] == '.' && (next + 2 == end || next[2] == '/')) return false;  // ".."
     }
     const void* slash = std::memchr(next, '/', static_cast<size_t>(end - next));
     if (!slash) return true;

@@ -279,19 +279,25 @@ struct SiteRequest {
   void** frames;
   int max_frames;
   StackScope scope;
+  bool nested;  // in a signal handler that interrupted another recording on this thread
   int count;
 };
+
+// Recordings in progress on this thread: unw_backtrace's per-thread cache is not made to be entered again
+// from a signal handler that interrupted it, so a nested recording takes unw_step's way.
+__attribute__((tls_model("initial-exec"))) constinit thread_local int t_recording_sites = 0;
 
 // On the site stack (report/site_stack.h): unw_backtrace's cursor and context are about 2 KiB.
 void capture_site(void* p) {
   auto* request = static_cast<SiteRequest*>(p);
   UnwindingScope unwinding;
-  if (g_unwinder.backtrace) {
+  if (g_unwinder.backtrace && !request->nested) {
     void* raw[kMaxRawSiteFrames];
     // Room for this library's frames and libc's above the program's (fopen's way to the open).
     int wanted = request->max_frames + 24 < kMaxRawSiteFrames ? request->max_frames + 24 : kMaxRawSiteFrames;
     int n = g_unwinder.backtrace(raw, wanted);
-    request->count = keep_site_frames(raw, n > 0 ? n : 0, request->frames, request->max_frames, request->scope);
+    request->count =
+        keep_site_frames(raw, n > 0 ? n : 0, request->frames, request->max_frames, request->scope);
     return;
   }
   ScratchLease lease;
@@ -308,8 +314,12 @@ int capture_addresses(void** frames, int max_frames, StackScope scope) {
   if (!g_loaded.load(std::memory_order_acquire) || max_frames <= 0) return 0;
   if (g_unwinding_disabled.load(std::memory_order_relaxed)) return 0;
   if (max_frames > CapturedStack::kMaxFrames) max_frames = CapturedStack::kMaxFrames;
-  SiteRequest request{frames, max_frames, scope, 0};
+  SiteRequest request{frames, max_frames, scope, false, 0};
+  request.nested = t_recording_sites++ > 0;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
   run_on_site_stack(capture_site, &request);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  --t_recording_sites;
   return request.count;
 }
 

@@ -14,7 +14,7 @@ namespace {
 // dl_iterate_phdr and libunwind's parser, a few KiB). A signal handler that interrupts the recording runs
 // here too, below it: the rest of the space is for it.
 constexpr size_t kGuardBytes = 4096;
-constexpr size_t kStackBytes = 60 * 1024;
+constexpr size_t kStackBytes = size_t{60} * 1024;
 constexpr size_t kMappingBytes = kGuardBytes + kStackBytes;
 
 __attribute__((tls_model("initial-exec"))) constinit thread_local char* t_stack = nullptr;

@@ -97,7 +97,8 @@ pid_t gettid_raw() {
 }
 
 // Out of line, with their flag texts: not in finish_open's frame on every guarded open.
-[[gnu::noinline]] void trace_open(const OpenRequest& request, const OpenDecision& decision, int fd, int error) {
+[[gnu::noinline]] void trace_open(const OpenRequest& request, const OpenDecision& decision, int fd,
+                                  int error) {
   char flags_text[160];
   format_open_flags(request.flags, flags_text, sizeof flags_text);
   trace(request.function, fd, decision.path, fd, error, "flags=%s", flags_text);

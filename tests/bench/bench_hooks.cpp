@@ -246,7 +246,8 @@ void make_dir() {
 }
 
 void remove_dir() {
-  for (const char* name : {"plain.bin", "x.bin", "bench.safetensors", "cycle.safetensors"}) unlink(path_in_dir(name).c_str());
+  for (const char* name : {"plain.bin", "x.bin", "bench.safetensors", "cycle.safetensors"})
+    unlink(path_in_dir(name).c_str());
   rmdir(g_dir.c_str());
 }
 

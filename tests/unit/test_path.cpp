@@ -32,9 +32,9 @@ TEST_CASE("normalize refuses what does not fit") {
 TEST_CASE("an absolute path already normal is copied as it is, the same as the component walk gives") {
   // A relative path always takes the component walk: "/" joined with the path less its '/' is the
   // reference for the absolute path's shortcut (issue 27).
-  for (const char* path : {"/", "/a", "/a/b.safetensors", "/.hidden/x", "/a/..b/c.", "/a/b..", "/a/./b",
-                           "/a/../b", "/a/", "//a", "/a//b", "/a/.", "/a/..", "/.", "/..", "/a/b/...",
-                           "/a/.../b", "/ab/.c/d"}) {
+  for (const char* path :
+       {"/", "/a", "/a/b.safetensors", "/.hidden/x", "/a/..b/c.", "/a/b..", "/a/./b", "/a/../b", "/a/", "//a",
+        "/a//b", "/a/.", "/a/..", "/.", "/..", "/a/b/...", "/a/.../b", "/ab/.c/d"}) {
     CAPTURE(path);
     CHECK(norm("", path) == norm("/", path + 1));
   }
