@@ -7,6 +7,12 @@
 #include <atomic>
 #include <cstddef>
 
+// The stack switch is x86-64 assembly; sanitizer builds keep the recording where it is (ASan and TSan
+// follow the thread's stack).
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define APPENDGUARD_SITE_STACK 1
+#endif
+
 namespace appendguard {
 namespace {
 
@@ -18,7 +24,9 @@ constexpr size_t kStackBytes = size_t{60} * 1024;
 constexpr size_t kMappingBytes = kGuardBytes + kStackBytes;
 
 __attribute__((tls_model("initial-exec"))) constinit thread_local char* t_stack = nullptr;
+#ifdef APPENDGUARD_SITE_STACK
 __attribute__((tls_model("initial-exec"))) constinit thread_local bool t_on_stack = false;
+#endif
 pthread_key_t g_key;
 bool g_key_made = false;
 int (*g_setspecific)(pthread_key_t, const void*) = nullptr;
@@ -28,6 +36,7 @@ void thread_exits(void* p) {
   if (p) munmap(p, kMappingBytes);
 }
 
+#ifdef APPENDGUARD_SITE_STACK
 char* thread_stack() {
   if (__builtin_expect(t_stack != nullptr, 1)) return t_stack;
   void* p = mmap(nullptr, kMappingBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
@@ -44,13 +53,13 @@ char* thread_stack() {
   if (g_key_made) g_setspecific(g_key, mapped);
   return mapped;
 }
+#endif
 
 }  // namespace
 
 }  // namespace appendguard
 
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#define APPENDGUARD_SITE_STACK 1
+#ifdef APPENDGUARD_SITE_STACK
 // fn(arg) with %rsp at stack_top (16-aligned). An ordinary frame-pointer frame for the unwinders (the
 // canonical address of the frame is %rbp + 16 wherever %rsp is), so that stepping out of it lands in
 // the caller's frame on the thread's own stack.
