@@ -103,13 +103,70 @@ void FileTable::recycle_unpinned(Description* d) {
   recycle_description(d);
 }
 
-TrackedFile* FileTable::acquire_file(dev_t device, ino_t inode, uint64_t size) {
-  for (size_t i = 0; i < live_file_count_; ++i) {
-    TrackedFile* f = live_files_[i];
-    if (f->device == device && f->inode == inode) {
-      ++f->descriptions;
-      return f;
+namespace {
+
+size_t identity_hash(dev_t device, ino_t inode) {
+  uint64_t h = (static_cast<uint64_t>(inode) * 0x9E3779B97F4A7C15ULL) ^
+               (static_cast<uint64_t>(device) * 0xC2B2AE3D27D4EB4FULL);
+  return static_cast<size_t>(h ^ (h >> 29));
+}
+
+}  // namespace
+
+TrackedFile* FileTable::find_live_file(dev_t device, ino_t inode) const {
+  if (file_index_capacity_ == 0) return nullptr;
+  const size_t mask = file_index_capacity_ - 1;
+  for (size_t i = identity_hash(device, inode) & mask;; i = (i + 1) & mask) {
+    TrackedFile* f = file_index_[i];
+    if (!f || (f->device == device && f->inode == inode)) return f;
+  }
+}
+
+bool FileTable::index_live_file(TrackedFile* file) {
+  if ((live_file_count_ + 1) * 2 > file_index_capacity_) {
+    size_t capacity = file_index_capacity_ ? file_index_capacity_ * 2 : 128;
+    auto* grown = new (std::nothrow) TrackedFile*[capacity]();
+    if (!grown) return false;
+    // The old index is left, like an old live_files_ array: small next to the files, and never freed
+    // in what may be a signal handler.
+    file_index_ = grown;
+    file_index_capacity_ = capacity;
+    for (size_t i = 0; i < live_file_count_; ++i) {
+      TrackedFile* f = live_files_[i];
+      size_t slot = identity_hash(f->device, f->inode) & (capacity - 1);
+      while (file_index_[slot]) slot = (slot + 1) & (capacity - 1);
+      file_index_[slot] = f;
     }
+  }
+  const size_t mask = file_index_capacity_ - 1;
+  size_t slot = identity_hash(file->device, file->inode) & mask;
+  while (file_index_[slot]) slot = (slot + 1) & mask;
+  file_index_[slot] = file;
+  return true;
+}
+
+void FileTable::unindex_live_file(TrackedFile* file) {
+  if (file_index_capacity_ == 0) return;
+  const size_t mask = file_index_capacity_ - 1;
+  size_t hole = identity_hash(file->device, file->inode) & mask;
+  while (file_index_[hole] && file_index_[hole] != file) hole = (hole + 1) & mask;
+  if (!file_index_[hole]) return;
+  file_index_[hole] = nullptr;
+  // Linear probing's deletion: every entry after the hole that may not stay where it is moves into it.
+  for (size_t j = (hole + 1) & mask; file_index_[j]; j = (j + 1) & mask) {
+    size_t home = identity_hash(file_index_[j]->device, file_index_[j]->inode) & mask;
+    bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+    if (stays) continue;
+    file_index_[hole] = file_index_[j];
+    file_index_[j] = nullptr;
+    hole = j;
+  }
+}
+
+TrackedFile* FileTable::acquire_file(dev_t device, ino_t inode, uint64_t size) {
+  if (TrackedFile* f = find_live_file(device, inode)) {
+    ++f->descriptions;
+    return f;
   }
   if (live_file_count_ == live_file_capacity_) {
     size_t capacity = live_file_capacity_ ? live_file_capacity_ * 2 : 64;
@@ -138,6 +195,12 @@ TrackedFile* FileTable::acquire_file(dev_t device, ino_t inode, uint64_t size) {
   f->end_of_file = size;
   f->descriptions = 1;
   f->next_free = nullptr;
+  if (!index_live_file(f)) {
+    f->next_free = free_files_;
+    free_files_ = f;
+    return nullptr;
+  }
+  f->live_index = live_file_count_;
   live_files_[live_file_count_++] = f;
   live_file_count_published_.store(live_file_count_, std::memory_order_relaxed);
   // Every new file, not only the first: a child sharing our memory (vfork) that released files of the
@@ -201,12 +264,12 @@ Description* FileTable::track(int fd, const OpenRecord& record) {
 
 void FileTable::release_file(TrackedFile* file) {
   if (--file->descriptions > 0) return;
-  for (size_t i = 0; i < live_file_count_; ++i) {
-    if (live_files_[i] == file) {
-      live_files_[i] = live_files_[--live_file_count_];
-      live_file_count_published_.store(live_file_count_, std::memory_order_relaxed);
-      break;
-    }
+  if (file->live_index < live_file_count_ && live_files_[file->live_index] == file) {
+    unindex_live_file(file);
+    TrackedFile* last = live_files_[--live_file_count_];
+    live_files_[file->live_index] = last;
+    last->live_index = file->live_index;
+    live_file_count_published_.store(live_file_count_, std::memory_order_relaxed);
   }
   if (live_file_count_ == 0 && live_files_changed_) live_files_changed_(false);
   // No call is writing to it: its last description is recycled only once no guarded call pins it.
@@ -283,10 +346,7 @@ bool FileTable::is_last_descriptor_of_file(int fd) {
 
 bool FileTable::tracks_file(dev_t device, ino_t inode) {
   RegistryGuard guard(registry_);
-  for (size_t i = 0; i < live_file_count_; ++i) {
-    if (live_files_[i]->device == device && live_files_[i]->inode == inode) return true;
-  }
-  return false;
+  return find_live_file(device, inode) != nullptr;
 }
 
 size_t FileTable::descriptors_of_file(dev_t device, ino_t inode, int* out, size_t capacity) {

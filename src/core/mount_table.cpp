@@ -2,6 +2,7 @@
 
 #include <sys/sysmacros.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstdio>
@@ -233,23 +234,52 @@ void MountTable::load(std::string_view mountinfo, const MountSelection& selectio
     if (!mount.append_only && is_fuse_type(mount.entry.type)) ++unguarded_fuse_count_;
     mounts_.push_back(std::move(mount));
   }
+  devices_.clear();
+  for (const Mount& mount : mounts_) devices_.push_back(mount.entry.device);
+  std::sort(devices_.begin(), devices_.end());
+  append_only_scope_.clear();
+  write_once_scope_.clear();
+  auto under = [this](std::string_view mount_point, auto&& of_kind) {
+    for (const Mount& m : mounts_) {
+      if (of_kind(m) && is_path_prefix(m.entry.mount_point, mount_point)) return true;
+    }
+    return false;
+  };
+  for (size_t i = 0; i < mounts_.size(); ++i) {
+    const std::string_view point = mounts_[i].entry.mount_point;
+    if (under(point, [](const Mount& m) { return m.append_only; })) append_only_scope_.push_back(i);
+    if (under(point, [](const Mount& m) { return m.entry.kind == StoreKind::kWriteOnce; }))
+      write_once_scope_.push_back(i);
+  }
+}
+
+const MountTable::Mount* MountTable::longest_prefix(const std::vector<size_t>& scope,
+                                                    std::string_view path) const {
+  const Mount* best = nullptr;
+  for (size_t i : scope) {
+    const Mount* mount = &mounts_[i];
+    // ">=": of two mounts on one point the later one is on top.
+    if (is_path_prefix(mount->entry.mount_point, path) &&
+        (!best || mount->entry.mount_point.size() >= best->entry.mount_point.size())) {
+      best = mount;
+    }
+  }
+  return best;
 }
 
 const MountEntry* MountTable::append_only_mount_of(std::string_view path) const {
   if (append_only_count_ == 0) return nullptr;
-  const Mount* best = mount_of(path);
+  const Mount* best = longest_prefix(append_only_scope_, path);
   return best && best->append_only ? &best->entry : nullptr;
 }
 
 bool MountTable::knows_device(dev_t device) const {
-  for (const Mount& mount : mounts_) {
-    if (mount.entry.device == device) return true;
-  }
-  return false;
+  return std::binary_search(devices_.begin(), devices_.end(), device);
 }
 
 StoreKind MountTable::store_kind_of(std::string_view path) const {
-  const Mount* mount = mount_of(path);
+  if (write_once_scope_.empty()) return StoreKind::kAppends;
+  const Mount* mount = longest_prefix(write_once_scope_, path);
   return mount ? mount->entry.kind : StoreKind::kAppends;
 }
 

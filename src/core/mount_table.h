@@ -109,6 +109,14 @@ class MountTable {
   size_t append_only_count_ = 0;
   size_t unguarded_fuse_count_ = 0;
   const Mount* mount_of(std::string_view path) const;
+  // The mounts a lookup of one kind needs (issue 27: a write open looked at every mount of the machine):
+  // those of the kind and every mount on or under one of them, in table order. The longest prefix among
+  // them is of the kind exactly when the longest among all mounts is.
+  std::vector<dev_t> devices_;  // every mount's, sorted: knows_device is a binary search (twice per open)
+  // Indices into mounts_ (a copied table stays right).
+  std::vector<size_t> append_only_scope_;
+  std::vector<size_t> write_once_scope_;
+  const Mount* longest_prefix(const std::vector<size_t>& scope, std::string_view path) const;
 };
 
 }  // namespace appendguard

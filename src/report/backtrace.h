@@ -38,8 +38,11 @@ constexpr size_t kUnwindSpace = 4096;
 void capture_stack(CapturedStack& stack, int max_frames, int skip, unsigned char* unwind_space,
                    StackScope scope = StackScope::kWhole, bool stop_at_python = false);
 
-// Captures addresses only (for the site of an open, symbolized later if a report needs it).
-int capture_addresses(void** frames, int max_frames, int skip, StackScope scope = StackScope::kWhole);
+// Captures addresses only (for the site of an open, symbolized later if a report needs it): the frames
+// from the first one outside this library (and with kCulprit outside libc) on, as capture_stack keeps
+// them. Through libunwind's fast path, on a stack of its own (report/site_stack.h), so that the caller's
+// stack grows by little more than a frame.
+int capture_addresses(void** frames, int max_frames, StackScope scope = StackScope::kWhole);
 
 // How many of `count` frames (innermost first) matter for a culprit (StackScope::kCulprit): with a
 // Python stack shown, those above the first frame of the interpreter's evaluation loop (the Python

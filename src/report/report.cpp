@@ -13,6 +13,7 @@
 #include "report/log_sink.h"
 #include "report/python_stack.h"
 #include "report/scratch.h"
+#include "report/site_stack.h"
 #include "report/summary.h"
 #include "report/trace_buffer.h"
 
@@ -372,6 +373,7 @@ void configure_reporter(const Config& config) {
   g_json = config.json;
   if (config.trace) configure_trace_buffers(write_trace_batch, config.json);
   init_report_scratch();
+  init_site_stack();
   if (g_backtrace_frames > 0) load_unwinder();
 }
 
@@ -385,7 +387,7 @@ StackScope native_scope() {
 
 int capture_open_site(void** frames, int max_frames) {
   if (g_backtrace_frames <= 0) return 0;
-  return capture_addresses(frames, max_frames < g_backtrace_frames ? max_frames : g_backtrace_frames, 2,
+  return capture_addresses(frames, max_frames < g_backtrace_frames ? max_frames : g_backtrace_frames,
                            native_scope());
 }
 

@@ -23,8 +23,9 @@
 namespace appendguard {
 namespace {
 
+// libc's syscall() itself, not our hook of it.
 pid_t gettid_raw() {
-  return static_cast<pid_t>(syscall(SYS_gettid));
+  return static_cast<pid_t>(real_syscall(SYS_gettid));
 }
 
 [[gnu::noinline]] void report_open_in_audit(const OpenRequest& request, const OpenDecision& decision, int fd,
@@ -95,6 +96,28 @@ pid_t gettid_raw() {
   report_notice(message);
 }
 
+// Out of line, with their flag texts: not in finish_open's frame on every guarded open.
+[[gnu::noinline]] void trace_open(const OpenRequest& request, const OpenDecision& decision, int fd,
+                                  int error) {
+  char flags_text[160];
+  format_open_flags(request.flags, flags_text, sizeof flags_text);
+  trace(request.function, fd, decision.path, fd, error, "flags=%s", flags_text);
+}
+
+[[gnu::noinline]] void trace_guarded_open(const OpenRequest& request, const OpenDecision& decision, int fd,
+                                          const OpenRecord& record) {
+  char flags_text[160];
+  char effective_text[160];
+  format_open_flags(request.flags, flags_text, sizeof flags_text);
+  format_open_flags(decision.flags, effective_text, sizeof effective_text);
+  trace(request.function, fd, decision.path, fd, 0, "flags=%s effective=%s size=%llu%s", flags_text,
+        effective_text, static_cast<unsigned long long>(record.size),
+        record.reused_session   ? " (held session reused)"
+        : record.starts_session ? " (session held at close)"
+        : decision.spool        ? " (spooled: uploaded at its rename or close)"
+                                : "");
+}
+
 }  // namespace
 
 void decide_open(const OpenRequest& request, OpenDecision& decision) {
@@ -160,7 +183,6 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
 int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd) {
   int error = errno;
   InternalScope internal;
-  char flags_text[160];
   if (decision.trace_only || fd < 0) {
     if (fd < 0 && decision.rewrite_existing) {
       explain_refused_rewrite_by_truncation(request, decision, error);
@@ -177,10 +199,7 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
       note_refused_guarded_open(request.function, decision.path, decision.flags, error);
     }
     if (fd >= 0) forget_if_stale(fd);
-    if (tracing()) {
-      format_open_flags(request.flags, flags_text, sizeof flags_text);
-      trace(request.function, fd, decision.path, fd, error, "flags=%s", flags_text);
-    }
+    if (tracing()) trace_open(request, decision, fd, error);
     errno = error;
     return fd;
   }
@@ -203,7 +222,7 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
   site.effective_flags = decision.flags;
   site.written_back = decision.written_back;
   site.reused_held = decision.reuse_fd >= 0;
-  site.pid = static_cast<pid_t>(syscall(SYS_getpid));
+  site.pid = static_cast<pid_t>(real_syscall(SYS_getpid));
   site.tid = gettid_raw();
   site.frame_count = capture_open_site(site.frames, kOpenFrames);
 
@@ -260,17 +279,7 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
   count_event(g_summary.guarded_opens);
   if (decision.flags != request.flags) count_event(g_summary.rewritten_opens);
   if (g_config->mode == Mode::kAudit) report_open_in_audit(request, decision, fd, d, record.size);
-  if (tracing()) {
-    char effective_text[160];
-    format_open_flags(request.flags, flags_text, sizeof flags_text);
-    format_open_flags(decision.flags, effective_text, sizeof effective_text);
-    trace(request.function, fd, decision.path, fd, 0, "flags=%s effective=%s size=%llu%s", flags_text,
-          effective_text, static_cast<unsigned long long>(record.size),
-          record.reused_session   ? " (held session reused)"
-          : record.starts_session ? " (session held at close)"
-          : decision.spool        ? " (spooled: uploaded at its rename or close)"
-                                  : "");
-  }
+  if (tracing()) trace_guarded_open(request, decision, fd, record);
   errno = error;
   return fd;
 }

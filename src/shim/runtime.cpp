@@ -39,8 +39,9 @@ namespace {
 
 constinit std::atomic<pid_t> g_owner_pid{0};
 
+// libc's syscall() itself, not our hook of it (on every guarded open: its classification and its frame).
 pid_t raw_getpid() {
-  return static_cast<pid_t>(syscall(SYS_getpid));
+  return static_cast<pid_t>(real_syscall(SYS_getpid));
 }
 
 void before_fork() {

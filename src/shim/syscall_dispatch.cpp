@@ -185,6 +185,18 @@ void sweep_exclusive() {
     set_selector(SYSCALL_DISPATCH_FILTER_ALLOW);
 }
 
+// Out of line: its line buffer was in the frame of every guarded open (issue 24, item 6).
+[[gnu::noinline]] void say_layer_unavailable() {
+  char line[400];
+  std::snprintf(
+      line, sizeof line,
+      "system calls made outside libc (raw syscall instructions: Rust's rustix, io_uring, Go) are not "
+      "guarded in this process: %s%s%s; calls through libc are",
+      g_unavailable_why, g_unavailable_error ? ": " : "",
+      g_unavailable_error ? errno_name(g_unavailable_error) : "");
+  notice_once(g_told_unavailable, line);
+}
+
 // When the first guarded file is opened: the selector follows (auto), or the layer says it is missing.
 void on_live_files_changed(bool any) {
   // A child sharing our memory (vfork) must not switch its parent's selector off.
@@ -198,14 +210,7 @@ void on_live_files_changed(bool any) {
   if (!any || !g_say_unavailable ||
       g_state.load(std::memory_order_acquire) != static_cast<int>(LayerState::kUnavailable))
     return;
-  char line[400];
-  std::snprintf(
-      line, sizeof line,
-      "system calls made outside libc (raw syscall instructions: Rust's rustix, io_uring, Go) are not "
-      "guarded in this process: %s%s%s; calls through libc are",
-      g_unavailable_why, g_unavailable_error ? ": " : "",
-      g_unavailable_error ? errno_name(g_unavailable_error) : "");
-  notice_once(g_told_unavailable, line);
+  say_layer_unavailable();
 }
 
 // ---- Performing a trapped call ----

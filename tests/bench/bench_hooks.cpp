@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -96,6 +97,54 @@ void run_open_close(long n) {
   }
 }
 
+// A whole guarded file's life: open (matched by the pattern, its site recorded, tracked), one 64 B write,
+// close (issue 27).
+void setup_guarded_cycle() {
+  g_open_path = path_in_dir("cycle.safetensors");
+}
+void run_guarded_cycle(long n) {
+  const char* path = g_open_path.c_str();
+  for (long i = 0; i < n; ++i) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) fail(path);
+    ssize_t w = write(fd, g_buffer, sizeof g_buffer);
+    if (w != static_cast<ssize_t>(sizeof g_buffer)) fail_short(w);
+    close(fd);
+  }
+}
+
+// The same with 10,000 other guarded files open (issue 27: the cost must stay flat as files grow).
+constexpr int kManyFiles = 10'000;
+std::vector<int> g_many;
+void setup_guarded_cycle_many() {
+  rlimit limit{};
+  getrlimit(RLIMIT_NOFILE, &limit);
+  if (limit.rlim_cur < kManyFiles + 100) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
+  for (int i = 0; i < kManyFiles; ++i) {
+    std::string name = "many-" + std::to_string(i) + ".safetensors";
+    g_many.push_back(open_or_fail(path_in_dir(name.c_str()), O_WRONLY | O_CREAT | O_TRUNC));
+  }
+  setup_guarded_cycle();
+}
+void teardown_guarded_cycle_many() {
+  for (size_t i = 0; i < g_many.size(); ++i) {
+    close(g_many[i]);
+    unlink(path_in_dir(("many-" + std::to_string(i) + ".safetensors").c_str()).c_str());
+  }
+  g_many.clear();
+}
+
+// A write open of an unmatched name given relative to the working directory (issue 27: made absolute
+// only when a mount must be looked up).
+void setup_plain_write_relative() {
+  create_file("x.bin");
+  if (chdir(g_dir.c_str()) != 0) fail("chdir");
+  g_open_path = "x.bin";
+}
+
 void open_tracked() {
   g_fd = open_or_fail(path_in_dir("bench.safetensors"), O_RDWR | O_CREAT | O_TRUNC);
 }
@@ -170,6 +219,14 @@ const Case kCases[] = {
     {"open_close_write", "1.03", 60'000, kNoBatch,
      "untracked open(x.bin, O_WRONLY) + close on tmpfs (pattern match on the open path)", setup_plain_write,
      run_open_close<O_WRONLY>, nullptr, nothing},
+    {"open_close_write_relative", "1.03", 60'000, kNoBatch,
+     "untracked open(x.bin, O_WRONLY) + close, the name relative to the working directory",
+     setup_plain_write_relative, run_open_close<O_WRONLY>, nullptr, nothing},
+    {"guarded_cycle", "1.10", 20'000, kNoBatch,
+     "open(cycle.safetensors, O_WRONLY|O_CREAT|O_TRUNC) + 64 B write + close on tmpfs: a guarded file's life",
+     setup_guarded_cycle, run_guarded_cycle, nullptr, nothing},
+    {"guarded_cycle_10k", "1.10", 20'000, kNoBatch, "guarded_cycle with 10,000 other guarded files open",
+     setup_guarded_cycle_many, run_guarded_cycle, nullptr, teardown_guarded_cycle_many},
     {"tracked_write_64", "1.07", 200'000, 100'000,
      "tracked 64 B writes to bench.safetensors on tmpfs, opened O_RDWR|O_CREAT|O_TRUNC", open_tracked,
      run_tracked_write<64>, reopen_tracked, close_fd},
@@ -216,7 +273,8 @@ void make_dir() {
 }
 
 void remove_dir() {
-  for (const char* name : {"plain.bin", "x.bin", "bench.safetensors"}) unlink(path_in_dir(name).c_str());
+  for (const char* name : {"plain.bin", "x.bin", "bench.safetensors", "cycle.safetensors"})
+    unlink(path_in_dir(name).c_str());
   rmdir(g_dir.c_str());
 }
 

@@ -5,6 +5,9 @@ library and counts the instructions executed inside the measured loop, which is 
 given build. A FUSE mount that the library does not guard whole makes every untracked write and close
 look at its result (a store's refusal is said, issue 10), which is a different, dearer path: the count is
 taken in a private mount namespace without the FUSE mounts that other tests may have made meanwhile.
+Issue 27: a guarded file's whole life (open + 64 B write + close), and a write open of an unmatched name
+with one appendonlyfs mount present (every training node has its store mounted), counted in a namespace
+where that mount is made by hand.
 """
 import os
 import re
@@ -26,6 +29,17 @@ BUDGETS = {
     "tracked_write_64": 120,
     "tracked_write_1m": 120,
     "fwrite_untracked": 0,
+    # Issue 27's target is 1,500: this ceiling keeps the 12,805 -> 4,463 reached (docs/benchmarks.md).
+    "guarded_cycle": 4800,
+    # The same with 10,000 other guarded files open: flat (+144,500 when the live files were scanned).
+    "guarded_cycle_10k": 5000,
+}
+
+# With one appendonlyfs mount present. Issue 27's target is 300; these ceilings keep what was reached
+# (+2,000 and more before, +825 and +944 now; docs/benchmarks.md says where the rest goes).
+FUSE_BUDGETS = {
+    "open_close_write": 900,
+    "open_close_write_relative": 1000,
 }
 
 # Inside the namespace: every FUSE mount lazily unmounted (for this namespace only), then the bench.
@@ -38,27 +52,66 @@ if awk '$3 ~ /^fuse/' /proc/self/mounts | grep -q .; then echo "a FUSE mount is 
 exec "$@"
 """
 
+# The same, then one appendonlyfs mount (hdfs profile: an append-only store, guarded whole) made for the
+# bench and taken down after it.
+FUSE_NAMESPACE_SCRIPT = r"""
+awk '$3 ~ /^fuse/ {print $2}' /proc/self/mounts | while read -r mount; do
+  umount -l "$(printf '%b' "$mount")"
+done
+if awk '$3 ~ /^fuse/' /proc/self/mounts | grep -q .; then echo "a FUSE mount is left" >&2; exit 3; fi
+root=$(mktemp -d)
+mkdir "$root/backing" "$root/mnt"
+"$APPENDONLYFS" -f -o profile=hdfs "$root/backing" "$root/mnt" 2>"$root/aofs.log" &
+daemon=$!
+tries=0
+until awk -v m="$root/mnt" '$2 == m' /proc/self/mounts | grep -q .; do
+  tries=$((tries + 1))
+  if [ "$tries" -gt 1000 ] || ! kill -0 "$daemon" 2>/dev/null; then
+    echo "appendonlyfs did not mount: $(cat "$root/aofs.log")" >&2; kill "$daemon" 2>/dev/null; exit 3
+  fi
+  sleep 0.01
+done
+status=0
+"$@" || status=$?
+umount -l "$root/mnt"
+wait "$daemon" || true
+rm -rf "$root"
+exit "$status"
+"""
+
 
 def fuse_mounts():
     with open("/proc/self/mounts") as mounts:
         return [line.split()[1] for line in mounts if line.split()[2].startswith("fuse")]
 
 
-def bench_command():
+def bench_command(cases):
     return [sys.executable, str(REPO / "scripts" / "bench"), str(BUILD), "--instructions", "--no-build",
-            *BUDGETS]
+            *cases]
 
 
 def run_bench():
     if not fuse_mounts():
-        return subprocess.run(bench_command(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        return subprocess.run(bench_command(BUDGETS), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         raise unittest.SkipTest(f"FUSE mounts are present ({', '.join(fuse_mounts())}) and no private mount "
                                 "namespace can be made here (needs root and unshare): counts would include "
                                 "the watched path")
     command = ["unshare", "--mount", "--propagation", "private", "sh", "-c", NAMESPACE_SCRIPT, "sh",
-               *bench_command()]
+               *bench_command(BUDGETS)]
     return subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def appendonlyfs_binary():
+    path = BUILD / "src" / "appendonlyfs" / "appendonlyfs"
+    return path if path.exists() else None
+
+
+def run_bench_with_a_fuse_mount():
+    env = dict(os.environ, APPENDONLYFS=str(appendonlyfs_binary()))
+    command = ["unshare", "--mount", "--propagation", "private", "sh", "-c", FUSE_NAMESPACE_SCRIPT, "sh",
+               *bench_command(FUSE_BUDGETS)]
+    return subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
 def added_per_call(table):
@@ -90,6 +143,26 @@ class InstructionBudgetTest(unittest.TestCase):
                 self.assertLessEqual(self.added[case], budget,
                                      f"{case} adds {self.added[case]:+.0f} instructions per call, budget "
                                      f"{budget}:\n{self.table}")
+
+    def test_an_unmatched_write_open_with_a_fuse_mount_present_stays_within_its_budget(self):
+        # Needs a private mount namespace (root, unshare), /dev/fuse and the appendonlyfs of this build; CI
+        # has all three (APPENDGUARD_REQUIRE_FUSE=1 makes their absence a failure).
+        missing = [what for what, ok in (("root", os.geteuid() == 0), ("unshare", shutil.which("unshare")),
+                                         ("/dev/fuse", os.path.exists("/dev/fuse")),
+                                         ("appendonlyfs", appendonlyfs_binary())) if not ok]
+        if missing:
+            if os.environ.get("APPENDGUARD_REQUIRE_FUSE") == "1":
+                self.fail(f"APPENDGUARD_REQUIRE_FUSE=1 but {', '.join(missing)} missing")
+            self.skipTest(f"{', '.join(missing)} missing: no FUSE mount can be made for the count")
+        proc = run_bench_with_a_fuse_mount()
+        self.assertEqual(proc.returncode, 0, f"{proc.stdout}\n{proc.stderr}")
+        added = added_per_call(proc.stdout)
+        self.assertEqual(sorted(added), sorted(FUSE_BUDGETS), proc.stdout)
+        for case, budget in FUSE_BUDGETS.items():
+            with self.subTest(case=case):
+                self.assertLessEqual(added[case], budget,
+                                     f"{case} adds {added[case]:+.0f} instructions per call with an appendonlyfs "
+                                     f"mount present, budget {budget}:\n{proc.stdout}")
 
     def test_the_library_was_really_measured(self):
         # A library that failed to load would add nothing anywhere: the tracked write must cost something.

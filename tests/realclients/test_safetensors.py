@@ -5,6 +5,8 @@ closes it. Without the library the mount refuses the ftruncate (Errno 95, as use
 APPENDGUARD=1 the temporary file is guarded because it is on an append-only mount (APPENDGUARD_FS), the
 preallocation is deferred, and the files equal a local run byte for byte. APPENDGUARD_PREALLOC=refuse and
 APPENDGUARD_FS=none bring the failure back, each for its own reason."""
+import os
+
 from e2e_support import files_of, violations
 from realclients_support import ClientTest, client, main
 
@@ -79,8 +81,15 @@ class SafetensorsTest(ClientTest):
         proc = self.run_lib(client("save_file", out), APPENDGUARD_TRACE="1")
         self.assertOk(proc)
         self.assertEqual(violations(proc.stderr), [])
-        traced_tmp = [line for line in proc.stderr.splitlines() if "/.tmp" in line]
+        # The temporary file itself is not guarded on a local disk (not by the mount rule, not by name):
+        # none of its opens or writes is traced. Its raw rename onto the guarded model.safetensors is
+        # (trapped while the O_EXCL descriptor is open, shim/syscall_dispatch.cpp).
+        traced_tmp = [line for line in proc.stderr.splitlines() if "/.tmp" in line and " renameat " not in line]
         self.assertEqual(traced_tmp, [], "a local disk is not guarded by the mount rule")
+        renames = [line for line in proc.stderr.splitlines() if " renameat " in line and "/.tmp" in line]
+        self.assertEqual(len(renames), 1, proc.stderr)
+        self.assertIn("to " + os.path.join(out, "model.safetensors"), renames[0])
+        self.assertIn("(raw system call) -> 0", renames[0])
         self.assertTreesEqual(files_of(out), self.reference("save_file"))
 
 

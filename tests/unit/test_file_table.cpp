@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "core/file_table.h"
 
@@ -199,4 +201,39 @@ TEST_CASE("write totals add up the files released and the files still open, and 
   totals = table->write_totals();
   CHECK(totals.writes == 0);
   CHECK(totals.bytes == 0);
+}
+
+TEST_CASE("files are found by device and inode among thousands, and forgotten in any order") {
+  // Issue 27: the live files are indexed by identity (open addressing, linear probing); an index that lost
+  // an entry when another was removed would give a second TrackedFile (another end of file) for one file.
+  auto table = std::make_unique<FileTable>();
+  constexpr int kFiles = 3000;
+  std::vector<TrackedFile*> files(kFiles);
+  for (int i = 0; i < kFiles; ++i) {
+    OpenRecord r = record("/f", static_cast<ino_t>(i * 64 + 5), 0);  // inodes far apart and close together
+    r.device = static_cast<dev_t>(1 + i % 3);
+    Description* d = table->track(10 + i, r);
+    REQUIRE(d != nullptr);
+    files[i] = d->file;
+  }
+  auto identity = [](int i) { return std::pair<dev_t, ino_t>(static_cast<dev_t>(1 + i % 3), i * 64 + 5); };
+  // Forget every third (from the middle outwards), then check every file is still found as itself.
+  for (int i = kFiles / 2; i < kFiles; i += 3) CHECK(table->forget(10 + i));
+  for (int i = kFiles / 2 - 3; i >= 0; i -= 3) CHECK(table->forget(10 + i));
+  for (int i = 0; i < kFiles; ++i) {
+    auto [device, inode] = identity(i);
+    bool forgotten = (i - kFiles / 2) % 3 == 0;
+    CAPTURE(i);
+    CHECK(table->tracks_file(device, inode) == !forgotten);
+    if (forgotten) continue;
+    OpenRecord again = record("/f", inode, 0);
+    again.device = device;
+    Description* d = table->track(10 + kFiles + i, again);
+    REQUIRE(d != nullptr);
+    CHECK(d->file == files[i]);  // the same file, found by identity
+    CHECK(table->forget(10 + kFiles + i));
+  }
+  for (int i = 0; i < kFiles; ++i) table->forget(10 + i);
+  CHECK_FALSE(table->tracks_file(1, 5));
+  CHECK_FALSE(table->any_live_file());
 }

@@ -170,3 +170,30 @@ TEST_CASE("a mount's device is read from mountinfo, to notice files on mounts ma
   CHECK(t.knows_device(makedev(8, 1)));
   CHECK_FALSE(t.knows_device(makedev(0, 99)));
 }
+
+TEST_CASE("the lookups of a kind of mount give what the longest prefix among all mounts gives") {
+  // Issue 27: append_only_mount_of and store_kind_of look only at the mounts of their kind and those on or
+  // under them. Nested both ways, mounted over, and on "/".
+  const std::string mountinfo = std::string(kMountinfo) +
+                                "60 42 0:60 / /mnt/rclone/local rw - tmpfs tmpfs rw\n"
+                                "61 60 0:61 / /mnt/rclone/local/s3 rw - fuse mountpoint-s3 rw\n"
+                                "62 22 0:62 / /mnt/aofs rw - tmpfs tmpfs rw\n"
+                                "63 22 0:63 / /mnt/aofs2 rw - fuse.appendonlyfs appendonlyfs:s3 rw\n"
+                                "64 22 0:64 / /srv rw - tmpfs tmpfs rw\n";
+  for (const char* fs : {"known", "fuse", "/srv", "none", "tmpfs"}) {
+    MountTable t;
+    MountSelection chosen = selection(fs);
+    t.load(mountinfo, chosen);
+    for (const char* path :
+         {"/", "/x", "/mnt/aofs", "/mnt/aofs/x", "/mnt/aofs/scratch/x", "/mnt/aofs2/x", "/mnt/rclone/x",
+          "/mnt/rclone/local/x", "/mnt/rclone/local/s3/x", "/mnt/rclone/localx", "/mnt/s3/a/b", "/mnt/s3x",
+          "/export/hdfs/x", "/mnt/with space/x", "/mnt/other/x", "/srv/x", "/srvx"}) {
+      CAPTURE(fs, path);
+      const MountEntry* any = t.mount_entry_of(path);
+      REQUIRE(any);
+      const MountEntry* append_only = t.append_only_mount_of(path);
+      CHECK(append_only == (is_append_only_mount(*any, chosen) ? any : nullptr));
+      CHECK(t.store_kind_of(path) == any->kind);
+    }
+  }
+}

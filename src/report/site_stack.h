@@ -1,0 +1,18 @@
+// A per-thread stack of its own for recording an open's site (issue 27; issue 24, item 6): libunwind's
+// unw_backtrace keeps a cursor and a context of about 2 KiB in its frame, and a guarded open must add at
+// most 2 KiB to the program's stack. The recording runs on this stack instead, reached through a frame
+// that unwinders step out of as an ordinary frame-pointer frame, so the frames recorded above it are the
+// program's own. Mapped with mmap at a thread's first use (no malloc: opens run in signal handlers), with
+// a guard page below it, unmapped when the thread exits.
+#pragma once
+
+namespace appendguard {
+
+// Creates the key whose destructor unmaps a thread's stack. Call once, outside signal handlers.
+void init_site_stack();
+
+// Runs fn(arg) on this thread's site stack. Runs it where it is when already on it (a signal handler that
+// interrupted a recording), when no memory can be mapped, and in sanitizer builds (which track the stack).
+void run_on_site_stack(void (*fn)(void*), void* arg);
+
+}  // namespace appendguard
