@@ -239,6 +239,7 @@ void MountTable::load(std::string_view mountinfo, const MountSelection& selectio
   std::sort(devices_.begin(), devices_.end());
   append_only_scope_.clear();
   write_once_scope_.clear();
+  no_rename_scope_.clear();
   auto under = [this](std::string_view mount_point, auto&& of_kind) {
     for (const Mount& m : mounts_) {
       if (of_kind(m) && is_path_prefix(m.entry.mount_point, mount_point)) return true;
@@ -250,6 +251,7 @@ void MountTable::load(std::string_view mountinfo, const MountSelection& selectio
     if (under(point, [](const Mount& m) { return m.append_only; })) append_only_scope_.push_back(i);
     if (under(point, [](const Mount& m) { return m.entry.kind == StoreKind::kWriteOnce; }))
       write_once_scope_.push_back(i);
+    if (under(point, [](const Mount& m) { return !m.entry.renames; })) no_rename_scope_.push_back(i);
   }
 }
 
@@ -284,7 +286,8 @@ StoreKind MountTable::store_kind_of(std::string_view path) const {
 }
 
 bool MountTable::renames_at(std::string_view path) const {
-  const Mount* mount = mount_of(path);
+  if (no_rename_scope_.empty()) return true;  // every guarded close asks (spool.cpp)
+  const Mount* mount = longest_prefix(no_rename_scope_, path);
   return !mount || mount->entry.renames;
 }
 

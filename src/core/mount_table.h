@@ -116,6 +116,7 @@ class MountTable {
   // Indices into mounts_ (a copied table stays right).
   std::vector<size_t> append_only_scope_;
   std::vector<size_t> write_once_scope_;
+  std::vector<size_t> no_rename_scope_;
   const Mount* longest_prefix(const std::vector<size_t>& scope, std::string_view path) const;
 };
 

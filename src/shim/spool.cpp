@@ -379,6 +379,9 @@ void remember_closed_on_store(const Description* d) {
 
 bool spools(const OpenRequest& request, const OpenDecision& decision, bool exists) {
   if (exists) return false;  // O_EXCL: the real open answers EEXIST
+  // The flags first: only an exclusive create pays for the mount lookup (bench.instruction_budget's
+  // guarded_cycle, a plain O_CREAT|O_TRUNC, went from +4,519 to +5,736 with the lookup first).
+  if (!spools_open(request.flags, current_mode() == Mode::kEnforce, false, g_config->spool_off)) return false;
   const MountTable* table = g_all_mounts.load(std::memory_order_acquire);
   const bool renames = !table || table->renames_at(decision.path);
   return spools_open(request.flags, current_mode() == Mode::kEnforce, renames, g_config->spool_off);
