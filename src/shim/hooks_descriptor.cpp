@@ -8,6 +8,7 @@
 #include "shim/guarded.h"
 #include "shim/held_sessions.h"
 #include "shim/hook.h"
+#include "shim/mount_guard.h"
 #include "shim/trace.h"
 #include "shim/unguarded_notice.h"
 
@@ -63,20 +64,31 @@ void note_sync(Description* d) {
 
 }  // namespace
 
-// fsync and fdatasync are passed through; on guarded files the trace shows them, since FUSE mounts report
-// flush errors there.
-int guarded::fsync(int fd, Description* d) {
+// On a write-once store an fsync ends the upload, and every later write fails (mountpoint-s3: EIO,
+// "upload already completed"). Programs write after it: DCP's FileSystemWriter fsyncs .metadata.tmp
+// before Python's buffered writer has written it (the bytes go out at the close). There the sync is
+// deferred to the file's real close, which ends the upload and whose error the program's close returns
+// (a killed writer's close still ends it). Elsewhere fsync and fdatasync are passed through; on guarded
+// files the trace shows them, since FUSE mounts report flush errors there.
+template <typename Real>
+int sync_guarded(const char* operation, int fd, Description* d, Real&& real) {
   note_sync(d);
-  int result = real_fsync(fd);
-  if (tracing()) keep_errno([&](int error) { trace("fsync", fd, d->path, result, error, "%s", ""); });
+  const bool deferred = store_kind_of(d->path) == StoreKind::kWriteOnce;
+  int result = deferred ? 0 : real(fd);
+  if (tracing()) {
+    keep_errno([&](int error) {
+      trace(operation, fd, d->path, result, error, "%s", deferred ? "deferred to the close (write-once store)" : "");
+    });
+  }
   return result;
 }
 
+int guarded::fsync(int fd, Description* d) {
+  return sync_guarded("fsync", fd, d, real_fsync);
+}
+
 int guarded::fdatasync(int fd, Description* d) {
-  note_sync(d);
-  int result = real_fdatasync(fd);
-  if (tracing()) keep_errno([&](int error) { trace("fdatasync", fd, d->path, result, error, "%s", ""); });
-  return result;
+  return sync_guarded("fdatasync", fd, d, real_fdatasync);
 }
 
 APPENDGUARD_HOOK int close_range(unsigned int first, unsigned int last, int flags) {

@@ -577,6 +577,12 @@ bool carry_out_refused_rename(int old_dirfd, const char* old_path, int new_dirfd
   facts.source = written ? RenameSource::kWritten : RenameSource::kUnknown;
   if (plan_rename(facts) != RenamePlan::kCopy) return false;
   InternalScope internal;
+  // Still open for writing here (safetensors renames before its close; a spool without room put it on the
+  // store): its upload is ended first, as a store that cannot read a file while it is written needs
+  // (mountpoint-s3: EPERM for the read open). An fsync ends it there and is harmless elsewhere; the
+  // program's writes to it after its rename would fail on such a store.
+  int open_here = -1;
+  if (g_files.descriptors_of_file(st.st_dev, st.st_ino, &open_here, 1) > 0) real_fsync(open_here);
   int source = real_openat(AT_FDCWD, old_full, O_RDONLY | O_CLOEXEC, 0);
   int copy_error = 0;
   if (source < 0) {

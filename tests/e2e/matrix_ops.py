@@ -99,6 +99,19 @@ def act_read_by_other(c, name="f"):
     if out.strip() != hashlib.sha256(NEW).hexdigest():
         raise RuntimeError(f"another process reading the file: {out.strip()}")
 
+def act_fsync_then_write(c):
+    """fsync before the bytes are written, then write and close: DCP's FileSystemWriter does this with
+    .metadata.tmp (os.fsync while pickle's bytes are still in Python's buffer). mountpoint-s3 ends the upload
+    at an fsync and refuses later writes (EIO)."""
+    fd = os.open(c.p(), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.fsync(fd)
+        if os.write(fd, NEW) != len(NEW):
+            raise RuntimeError("short write")
+    finally:
+        os.close(fd)
+
+
 def make_sources(src):
     """The local source files of cp, dd, rsync, tar (made by the test before any run)."""
     os.makedirs(src, exist_ok=True)
@@ -346,6 +359,7 @@ OPERATIONS = {
     "dcp_consolidate": (setup_dcp_consolidate, act_dcp_consolidate,
                         "`consolidate_safetensors_files` of existing shards, 4 threads"),
     "read_by_other": (nothing, act_read_by_other, 'new file, `"wb"`, read by another process once closed'),
+    "fsync_then_write": (nothing, act_fsync_then_write, "new file, `fsync` before its bytes are written"),
     "read_by_other_named": (nothing, lambda c: act_read_by_other(c, "model.safetensors"),
                             'the same with a `*.safetensors` name (guarded by name: held for a reopen)'),
 }
