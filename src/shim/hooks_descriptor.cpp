@@ -77,7 +77,8 @@ int sync_guarded(const char* operation, int fd, Description* d, Real&& real) {
   int result = deferred ? 0 : real(fd);
   if (tracing()) {
     keep_errno([&](int error) {
-      trace(operation, fd, d->path, result, error, "%s", deferred ? "deferred to the close (write-once store)" : "");
+      trace(operation, fd, d->path, result, error, "%s",
+            deferred ? "deferred to the close (write-once store)" : "");
     });
   }
   return result;
