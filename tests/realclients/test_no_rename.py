@@ -1,5 +1,6 @@
 """Saves that publish a file by renaming a temporary one, on a store without rename (issue 26): appendonlyfs
-profile=s3 (mountpoint-s3's rules: rename ENOSYS, an existing file rewritten only with O_TRUNC).
+profile=s3 (mountpoint-s3's rules: rename ENOSYS, an existing file rewritten only with O_TRUNC) and
+profile=volumes (Databricks volumes' rules: rename ENOSYS, appends and preallocation EOPNOTSUPP).
 safetensors 0.8 save_file (open O_EXCL, ftruncate, sequential writes, a raw renameat while open), and what
 inherits it (transformers save_pretrained, huggingface_hub save_torch_state_dict, accelerate save_state),
 and dcp.save's default FileSystemWriter (.metadata.tmp closed, then os.rename) then dcp.load.
@@ -40,9 +41,7 @@ def spool_leftovers(directory):
 class NoRenameTest(ClientTest):
     def test_without_the_library_each_save_fails_as_users_report(self):
         self.mount("s3")
-        proc = self.run_plain(client("try_each", self.m("out"), ",".join(FAMILY)), timeout=300)
-        failed = {line.split(":")[1].strip(): line for line in proc.stdout.splitlines() if line.startswith("failed:")}
-        self.assertEqual(sorted(failed), sorted(FAMILY), proc.stdout + proc.stderr[-3000:])
+        failed = self.failures_without_the_library()
         # safetensors' raw rename of its temporary file (safetensors#792: os error 38; its preallocation
         # passes, as mountpoint-s3 accepts a truncate of a file being written without applying it).
         for name in FAMILY[:4]:
@@ -51,8 +50,28 @@ class NoRenameTest(ClientTest):
         # its close fails EIO (mountpoint-s3: "upload already completed"), before its rename is tried.
         self.assertIn("[Errno 5] Input/output error", failed["dcp_default"])
 
+    def test_without_the_library_each_save_fails_on_databricks_volumes_rules(self):
+        self.mount("volumes")
+        failed = self.failures_without_the_library()
+        for name in FAMILY[:4]:  # safetensors' preallocation (set_len): Errno 95, as NeMo Automodel#995 reports
+            self.assertIn("I/O error: Operation not supported (os error 95)", failed[name])
+        self.assertIn("[Errno 38] Function not implemented", failed["dcp_default"])  # DCP's os.rename
+        self.assertIn(".metadata.tmp", failed["dcp_default"])
+
+    def failures_without_the_library(self):
+        proc = self.run_plain(client("try_each", self.m("out"), ",".join(FAMILY)), timeout=300)
+        failed = {line.split(":")[1].strip(): line for line in proc.stdout.splitlines() if line.startswith("failed:")}
+        self.assertEqual(sorted(failed), sorted(FAMILY), proc.stdout + proc.stderr[-3000:])
+        return failed
+
     def test_each_save_twice_with_the_library_alone_is_identical_to_a_local_run(self):
-        self.mount("s3")
+        self.check_each_save_twice("s3")
+
+    def test_each_save_twice_on_databricks_volumes_rules_is_identical_to_a_local_run(self):
+        self.check_each_save_twice("volumes")
+
+    def check_each_save_twice(self, profile):
+        self.mount(profile)
         before = spool_leftovers(os.environ["TMPDIR"])
         proc = self.run_lib(client("several", self.m("out"), TWICE), timeout=300)
         self.assertOk(proc)
