@@ -192,6 +192,7 @@ TrackedFile* FileTable::acquire_file(dev_t device, ino_t inode, uint64_t size) {
   f->inode = inode;
   f->reserved_size = 0;
   f->reserved_by = 0;
+  f->safetensors_header_end.store(0, std::memory_order_relaxed);
   f->end_of_file = size;
   f->descriptions = 1;
   f->next_free = nullptr;

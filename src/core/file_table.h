@@ -42,6 +42,10 @@ struct TrackedFile {
   // read them without the lock; FileTable::write_totals() adds them up.
   std::atomic<uint64_t> writes{0};
   std::atomic<uint64_t> bytes_written{0};
+  // A *.safetensors file: where its header ends (8 + the length its first 8 bytes give), 0 if unknown.
+  // Set by the first write into the empty file (lock held); read at its close (held_sessions.cpp: a file
+  // with bytes past its header is complete, no reopen expected).
+  std::atomic<uint64_t> safetensors_header_end{0};
   TrackedFile* next_free = nullptr;
   size_t live_index = 0;  // its place in FileTable's live files (registry lock held)
 

@@ -3,6 +3,9 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <cstring>
+#include <string_view>
+
 #include "core/write_all.h"
 #include "shim/guard_descriptor.h"
 #include "shim/violation.h"
@@ -26,6 +29,17 @@ const char* write_violation_reason(WriteVerdict verdict, bool has_offset, bool l
 }
 
 }  // namespace
+
+void note_first_bytes(Description* d, const void* bytes, size_t count) {
+  if (count < 8 || d->file->end_of_file != 0) return;
+  constexpr std::string_view kSuffix = ".safetensors";
+  const std::string_view path = d->path;
+  if (path.size() < kSuffix.size() || path.substr(path.size() - kSuffix.size()) != kSuffix) return;
+  uint64_t header_length = 0;
+  std::memcpy(&header_length, bytes, sizeof header_length);  // x86-64: little-endian, as the format
+  if (header_length == 0 || header_length > 100'000'000) return;
+  d->file->safetensors_header_end.store(8 + header_length, std::memory_order_relaxed);
+}
 
 bool refresh_shared_offset(int fd, Description* d) {
   off64_t offset = real_lseek64(fd, 0, SEEK_CUR);

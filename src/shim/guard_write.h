@@ -60,6 +60,12 @@ bool refresh_shared_offset(int fd, Description* d);
 bool move_to_end_for_append(int fd, Description* d, bool has_offset, uint64_t intended_offset,
                             uint64_t end_of_file);
 
+// The first bytes written into an empty *.safetensors file: its header's length (a little-endian u64, at
+// most 100 MB as safetensors allows), so that its close can tell a header alone (PyTorch's consolidation
+// writes each header, closes, reopens "r+b") from a complete file (held_sessions.cpp). Called by a
+// plain write at position 0, inside its `perform` (file lock held); looks only at an empty file.
+void note_first_bytes(Description* d, const void* bytes, size_t count);
+
 template <typename Perform>
 [[gnu::always_inline]] inline ssize_t guarded_write(const char* operation, int fd, Description* d,
                                                     const WriteRequest request, Perform&& perform) {

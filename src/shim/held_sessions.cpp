@@ -363,6 +363,11 @@ bool hold_instead_of_close(int fd, Description* d) {
     s.device = file->device;
     s.inode = file->inode;
     s.end_of_file = file->end_of_file;
+    // A *.safetensors file with bytes past its header is complete (safetensors 0.7's "wb", torch's
+    // save of one): no reopen will follow, and a held session would keep it from other processes
+    // (mountpoint-s3: EPERM; rclone off: ENOENT). A header alone is held: the consolidation reopens it.
+    const uint64_t header_end = file->safetensors_header_end.load(std::memory_order_relaxed);
+    if (header_end != 0 && s.end_of_file > header_end) return false;
   }
   if (!holds_on_close(facts)) return false;
   s.fd = fd;

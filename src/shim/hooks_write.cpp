@@ -44,8 +44,10 @@ bool copies_by_write(const Description* d) {
 }  // namespace
 
 ssize_t guarded::write(int fd, const void* buf, size_t count, Description* d) {
-  return guarded_write("write", fd, d, WriteRequest::at_position(count),
-                       [&] { return real_write(fd, buf, count); });
+  return guarded_write("write", fd, d, WriteRequest::at_position(count), [&] {
+    if (__builtin_expect(d->position == 0, 0)) note_first_bytes(d, buf, count);
+    return real_write(fd, buf, count);
+  });
 }
 
 ssize_t guarded::pwrite(int fd, const void* buf, size_t count, off_t offset, Description* d) {

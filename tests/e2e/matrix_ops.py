@@ -82,7 +82,7 @@ _READER = ("import hashlib, sys\n"
            "    print(f'{type(error).__name__}: {error}')\n")
 
 
-def act_read_by_other(c, name="f"):
+def act_read_by_other(c, name="f", data=NEW):
     """Another process reads the file as soon as this one has closed it (another rank after a barrier). It
     is started before the write, so it holds no copy of this process's descriptors."""
     path = c.p(name)
@@ -90,14 +90,22 @@ def act_read_by_other(c, name="f"):
                               text=True)
     try:
         with open(path, "wb") as f:
-            f.write(NEW)
+            f.write(data)
         out, _ = reader.communicate(path + "\n", timeout=60)
     finally:
         if reader.poll() is None:
             reader.kill()
             reader.wait()
-    if out.strip() != hashlib.sha256(NEW).hexdigest():
+    if out.strip() != hashlib.sha256(data).hexdigest():
         raise RuntimeError(f"another process reading the file: {out.strip()}")
+
+
+def act_read_by_other_named(c):
+    """A whole safetensors file written with "wb" (safetensors 0.7's save_file; guarded by name), read by
+    another process once closed."""
+    import numpy as np
+    from safetensors.numpy import save
+    act_read_by_other(c, "model.safetensors", save({"w": np.arange(256, dtype=np.float32)}))
 
 def act_fsync_then_write(c):
     """fsync before the bytes are written, then write and close: DCP's FileSystemWriter does this with
@@ -360,8 +368,9 @@ OPERATIONS = {
                         "`consolidate_safetensors_files` of existing shards, 4 threads"),
     "read_by_other": (nothing, act_read_by_other, 'new file, `"wb"`, read by another process once closed'),
     "fsync_then_write": (nothing, act_fsync_then_write, "new file, `fsync` before its bytes are written"),
-    "read_by_other_named": (nothing, lambda c: act_read_by_other(c, "model.safetensors"),
-                            'the same with a `*.safetensors` name (guarded by name: held for a reopen)'),
+    "read_by_other_named": (nothing, act_read_by_other_named,
+                            'a whole `*.safetensors` file written `"wb"` (guarded by name), read by another '
+                            'process once closed'),
 }
 # Operations the library must refuse (a loud failure, files intact) wherever they would run.
 MUST_REFUSE = {"write_below_end"}

@@ -78,27 +78,10 @@ def copy_tree(source, target, append_only=False):
 
 # Cells known to break the rule, each with why (docs/stores.md says the same under the table). Every
 # other cell must obey it, and a cell listed here must break it exactly as described (test_rule).
-KNOWN_BREAKS = {
-    ("aofs-s3", "read_by_other_named"):
-        "worse than without: a file guarded by name (*.safetensors) that this process created is held after "
-        "its close, for a reopen (PyTorch's consolidation writes each header, closes, reopens), and "
-        "mountpoint-s3 refuses an open of a file being written (EPERM, doc/SEMANTICS.md): another process "
-        "(another rank) cannot read it until the session is committed (exit, reopen, read by this process, "
-        "fsync before close, or APPENDGUARD_HOLD_SECONDS, default 60 s, later); the reader gets no "
-        "appendguard line. Files guarded only by their mount are committed at close (read_by_other)",
-    ("rclone-off", "read_by_other_named"):
-        "worse than without: the held session keeps rclone's upload open, and another process does not find "
-        "the file (ENOENT) until it is committed (as for aofs-s3); without the library the close uploads it",
-    ("rclone-minimal", "read_by_other_named"):
-        "worse than without: as rclone-off (ENOENT for another process while the session is held)",
-}
+KNOWN_BREAKS = {}  # the last (read_by_other_named on the held stores) obeys the rule since issue 26's round
 # How a known break must look (without, with the library) when it is not "fails / fails": a cell listed
 # here must keep exactly these classes, with no appendguard line.
-KNOWN_BREAK_CLASSES = {
-    ("aofs-s3", "read_by_other_named"): ("identical", "fails"),
-    ("rclone-off", "read_by_other_named"): ("identical", "fails"),
-    ("rclone-minimal", "read_by_other_named"): ("identical", "fails"),
-}
+KNOWN_BREAK_CLASSES = {}
 
 
 def appendguard_lines(path):
