@@ -22,6 +22,7 @@
 #include "shim/held_file.h"
 #include "shim/mount_guard.h"
 #include "shim/real_io.h"
+#include "shim/signals_blocked_lock.h"
 #include "shim/trace.h"
 
 namespace appendguard {
@@ -92,26 +93,19 @@ pid_t raw_getpid() {
 // for its own thread.
 class HeldGuard {
  public:
-  HeldGuard() {
-    sigset_t all;
-    sigfillset(&all);
-    syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &old_, _NSIG / 8);
-    g_held_lock.lock();
-  }
+  HeldGuard() : lock_(g_held_lock) {}
   ~HeldGuard() {
     // Parked numbers count too: dup2/dup3 onto one, close_range/closefrom over one reach
-    // commit_held_range, which closes it before the kernel reuses the number.
+    // commit_held_range, which closes it before the kernel reuses the number. (Before lock_ is released.)
     g_held_count.store(
         static_cast<int>(g_held.size() + g_parked_count) + (g_in_flight.load(std::memory_order_relaxed) != 0),
         std::memory_order_relaxed);
-    g_held_lock.unlock();
-    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old_, nullptr, _NSIG / 8);
   }
   HeldGuard(const HeldGuard&) = delete;
   HeldGuard& operator=(const HeldGuard&) = delete;
 
  private:
-  sigset_t old_;
+  SignalsBlockedLock lock_;
 };
 
 // Whether the program's close of `d`'s descriptor must not reach a store that ends uploads at FLUSH

@@ -31,6 +31,7 @@
 #include "shim/path_scratch.h"
 #include "shim/real_io.h"
 #include "shim/runtime.h"
+#include "shim/signals_blocked_lock.h"
 #include "shim/trace.h"
 
 namespace appendguard {
@@ -62,21 +63,10 @@ constinit std::atomic<bool> g_swept{false};
 // The registry's lock with every signal blocked (a handler may open or close a guarded file).
 class SpoolGuard {
  public:
-  SpoolGuard() {
-    sigset_t all;
-    sigfillset(&all);
-    syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &old_, _NSIG / 8);
-    g_lock.lock();
-  }
-  ~SpoolGuard() {
-    g_lock.unlock();
-    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old_, nullptr, _NSIG / 8);
-  }
-  SpoolGuard(const SpoolGuard&) = delete;
-  SpoolGuard& operator=(const SpoolGuard&) = delete;
+  SpoolGuard() : lock_(g_lock) {}
 
  private:
-  sigset_t old_;
+  SignalsBlockedLock lock_;
 };
 
 pid_t raw_getpid() {

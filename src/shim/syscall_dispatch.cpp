@@ -33,6 +33,7 @@
 #include "core/syscall_dispatch_policy.h"
 #include "report/report.h"
 #include "shim/hook.h"
+#include "shim/signals_blocked_lock.h"
 #include "shim/trace.h"
 
 #ifndef PR_SET_SYSCALL_USER_DISPATCH
@@ -151,21 +152,10 @@ constinit std::atomic<bool> g_any_live_file{false};
 
 class ExclusiveGuard {
  public:
-  ExclusiveGuard() {
-    sigset_t all;
-    sigfillset(&all);
-    real_syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &old_, _NSIG / 8);
-    g_exclusive_lock.lock();
-  }
-  ~ExclusiveGuard() {
-    g_exclusive_lock.unlock();
-    real_syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old_, nullptr, _NSIG / 8);
-  }
-  ExclusiveGuard(const ExclusiveGuard&) = delete;
-  ExclusiveGuard& operator=(const ExclusiveGuard&) = delete;
+  ExclusiveGuard() : lock_(g_exclusive_lock) {}
 
  private:
-  sigset_t old_;
+  SignalsBlockedLock lock_;
 };
 
 // In the handler: the recorded descriptors that no longer refer to their file are dropped, and with none
