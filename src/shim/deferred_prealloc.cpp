@@ -20,10 +20,6 @@
 namespace appendguard {
 namespace {
 
-pid_t raw_getpid() {
-  return static_cast<pid_t>(syscall(SYS_getpid));
-}
-
 // Appends `count` zeros at `end`; returns how many landed.
 uint64_t append_zeros(int fd, const Description* d, uint64_t end, uint64_t count, int& error) {
   static const char kZeros[4096] = {};

@@ -85,10 +85,6 @@ void futex_wake_all(std::atomic<uint32_t>& word) {
   syscall(SYS_futex, &word, FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
 }
 
-pid_t raw_getpid() {
-  return static_cast<pid_t>(syscall(SYS_getpid));
-}
-
 // The set's lock with every signal blocked: a handler that closes or opens a guarded file must not wait
 // for its own thread.
 class HeldGuard {

@@ -58,6 +58,23 @@ template <typename Real>
   return result;
 }
 
+// Out of line, as rename_traced: only a traced process pays for the path buffer.
+template <typename Real>
+[[gnu::noinline]] int unlink_traced(const char* operation, int dirfd, const char* path, int flags,
+                                    Real&& real) {
+  char full[kMaxPath];
+  const bool guarded = guarded_path_at(dirfd, path, full);
+  int result = real();
+  if (guarded) {
+    keep_errno([&](int error) {
+      InternalScope internal;
+      trace(operation, -1, full, result, error, "flags=%#x%s", flags,
+            raw_system_call_in_progress() ? " (raw system call)" : "");
+    });
+  }
+  return result;
+}
+
 }  // namespace
 
 // unlink, unlinkat: the name of a spooled file is not on the store (shim/spool.h): forgotten, so that its
@@ -73,18 +90,7 @@ int unlink_hook(const char* operation, int dirfd, const char* path, int flags, R
     }
     return 0;
   }
-  if (!tracing()) return real();
-  char full[kMaxPath];
-  const bool guarded = guarded_path_at(dirfd, path, full);
-  int result = real();
-  if (guarded) {
-    keep_errno([&](int error) {
-      InternalScope internal;
-      trace(operation, -1, full, result, error, "flags=%#x%s", flags,
-            raw_system_call_in_progress() ? " (raw system call)" : "");
-    });
-  }
-  return result;
+  return tracing() ? unlink_traced(operation, dirfd, path, flags, real) : real();
 }
 
 APPENDGUARD_HOOK int unlink(const char* path) {

@@ -30,6 +30,11 @@
 
 namespace appendguard {
 
+// libc's syscall() itself, not our hook of it (on every guarded open: its classification and its frame).
+pid_t raw_getpid() {
+  return static_cast<pid_t>(real_syscall(SYS_getpid));
+}
+
 constinit std::atomic<int> g_runtime_state{static_cast<int>(RuntimeState::kUninitialized)};
 constinit FileTable g_files;
 Config* g_config = nullptr;
@@ -38,11 +43,6 @@ __attribute__((tls_model("initial-exec"))) constinit thread_local int t_internal
 namespace {
 
 constinit std::atomic<pid_t> g_owner_pid{0};
-
-// libc's syscall() itself, not our hook of it (on every guarded open: its classification and its frame).
-pid_t raw_getpid() {
-  return static_cast<pid_t>(real_syscall(SYS_getpid));
-}
 
 void before_fork() {
   g_files.before_fork();

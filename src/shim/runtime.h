@@ -58,6 +58,8 @@ inline Description* tracked_description(int fd) {
 // False in a vfork()ed child (or a raw clone), which shares our memory with the parent: such a child
 // must not change the parent's file table when it closes or duplicates descriptors before exec.
 bool owns_file_table();
+// getpid(2) through libc's syscall(), not our hook of it.
+pid_t raw_getpid();
 
 // At start-up: the settings that decide which descriptors are guarded (APPENDGUARD_PATHS, APPENDGUARD_FS),
 // so that an exec under the same settings tells the new program that the descriptors it carries are all

@@ -22,6 +22,7 @@
 #include "core/errno_names.h"
 #include "core/lock.h"
 #include "core/rename_plan.h"
+#include "core/write_all.h"
 #include "report/report.h"
 #include "shim/guard_open.h"
 #include "shim/guarded_paths.h"
@@ -68,10 +69,6 @@ class SpoolGuard {
  private:
   SignalsBlockedLock lock_;
 };
-
-pid_t raw_getpid() {
-  return static_cast<pid_t>(syscall(SYS_getpid));
-}
 
 const char* spool_dir() {
   if (!g_config->spool_dir.empty()) return g_config->spool_dir.c_str();
@@ -207,17 +204,11 @@ int upload_child(void* arg) {
       } else {
         std::memset(m->buffer, 0, chunk);
       }
-      size_t off = 0;
-      while (off < chunk) {
-        ssize_t w = real_write(target, m->buffer + off, chunk - off);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-          status = fail("write", w == 0 ? EIO : errno);
-          break;
-        }
-        off += static_cast<size_t>(w);
-      }
-      done += off;
+      const WriteAllResult wrote = write_all(chunk, [&](uint64_t at, uint64_t left) {
+        return real_write(target, m->buffer + at, static_cast<size_t>(left));
+      });
+      if (!wrote.complete) status = fail("write", wrote.error_or_eio());
+      done += wrote.written;
       job.written = done;
     }
     if (real_close(target) != 0 && status == 0) status = fail("close", errno);
