@@ -32,9 +32,7 @@ const char* write_violation_reason(WriteVerdict verdict, bool has_offset, bool l
 
 void note_first_bytes(Description* d, const void* bytes, size_t count) {
   if (count < 8 || d->file->end_of_file != 0) return;
-  constexpr std::string_view kSuffix = ".safetensors";
-  const std::string_view path = d->path;
-  if (path.size() < kSuffix.size() || path.substr(path.size() - kSuffix.size()) != kSuffix) return;
+  if (!std::string_view(d->path).ends_with(".safetensors")) return;
   uint64_t header_length = 0;
   std::memcpy(&header_length, bytes, sizeof header_length);  // x86-64: little-endian, as the format
   if (header_length == 0 || header_length > 100'000'000) return;

@@ -364,8 +364,7 @@ bool spools(const OpenRequest& request, const OpenDecision& decision, bool exist
   // guarded_cycle, a plain O_CREAT|O_TRUNC, went from +4,519 to +5,736 with the lookup first).
   if (!spools_open(request.flags, current_mode() == Mode::kEnforce, false, g_config->spool_off)) return false;
   const MountTable* table = g_all_mounts.load(std::memory_order_acquire);
-  const bool renames = !table || table->renames_at(decision.path);
-  return spools_open(request.flags, current_mode() == Mode::kEnforce, renames, g_config->spool_off);
+  return table && !table->renames_at(decision.path);
 }
 
 int open_spooled(const OpenRequest& request, OpenDecision& decision) {
