@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <libunwind.h>
 #include <link.h>
+#include <sched.h>
 
 #include <atomic>
 #include <cstdint>
@@ -29,9 +30,6 @@ struct Unwinder {
   int (*is_signal_frame)(unw_cursor_t*) = nullptr;
   unw_accessors_t* (*get_accessors)(unw_addr_space_t) = nullptr;
   unw_addr_space_t* local_space = nullptr;
-  // libunwind's fast path (a per-thread cache of how each return address's frame is stepped out of):
-  // about 100 instructions a frame once warm, against about 700 for unw_step. Optional.
-  int (*backtrace)(void**, int) = nullptr;
 };
 
 Unwinder g_unwinder;
@@ -115,10 +113,20 @@ void find_modules() {
 
 }  // namespace
 
-bool load_unwinder() {
-  if (g_loaded.load(std::memory_order_acquire)) return true;
+namespace {
+
+// libunwind is loaded when first needed (issue 27: its dlopen, with liblzma's, was most of a new
+// process's start-up), once per process: kNotLoaded -> kLoading -> kLoaded or kUnavailable.
+enum LoadState : int { kNotLoaded, kLoading, kLoaded, kUnavailable };
+constinit std::atomic<int> g_load_state{kNotLoaded};
+// This thread is loading it: a signal handler that interrupted the loading does not wait for itself.
+__attribute__((tls_model("initial-exec"))) constinit thread_local bool t_loading = false;
+
+// On the site stack (report/site_stack.h): the loader's frames take several KiB.
+void load_now(void* p) {
+  bool& loaded = *static_cast<bool*>(p);
   void* handle = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
-  if (!handle) return false;
+  if (!handle) return;
   Unwinder u;
   // Names come from libunwind.h's macros, e.g. unw_step -> _ULx86_64_step.
   bool ok = resolve(handle, APPENDGUARD_STR(unw_tdep_getcontext), u.getcontext);
@@ -128,12 +136,47 @@ bool load_unwinder() {
   ok = ok && resolve(handle, APPENDGUARD_STR(unw_is_signal_frame), u.is_signal_frame);
   ok = ok && resolve(handle, APPENDGUARD_STR(unw_get_accessors), u.get_accessors);
   ok = ok && resolve(handle, APPENDGUARD_STR(unw_local_addr_space), u.local_space);
-  if (!ok) return false;
-  resolve(handle, "unw_backtrace", u.backtrace);
+  if (!ok) return;
   find_modules();
   g_unwinder = u;
-  g_loaded.store(true, std::memory_order_release);
-  return true;
+  loaded = true;
+}
+
+}  // namespace
+
+bool unwinder_loaded() {
+  return g_loaded.load(std::memory_order_acquire);
+}
+
+bool unwinder_unavailable() {
+  return g_load_state.load(std::memory_order_acquire) == kUnavailable;
+}
+
+bool load_unwinder() {
+  if (g_loaded.load(std::memory_order_acquire)) return true;
+  if (t_loading) return false;
+  t_loading = true;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  int state = g_load_state.load(std::memory_order_acquire);
+  while (state == kNotLoaded || state == kLoading) {
+    if (state == kNotLoaded &&
+        g_load_state.compare_exchange_strong(state, kLoading, std::memory_order_acq_rel)) {
+      bool loaded = false;
+      {
+        UnwindingScope loading;  // a child forked meanwhile never unwinds (its loader may be locked)
+        run_on_site_stack(load_now, &loaded);
+      }
+      if (loaded) g_loaded.store(true, std::memory_order_release);
+      state = loaded ? kLoaded : kUnavailable;
+      g_load_state.store(state, std::memory_order_release);
+      break;
+    }
+    if (state == kLoading) sched_yield();  // another thread loads it
+    state = g_load_state.load(std::memory_order_acquire);
+  }
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  t_loading = false;
+  return state == kLoaded;
 }
 
 namespace {
@@ -255,75 +298,115 @@ void capture_stack(CapturedStack& stack, int max_frames, int skip, unsigned char
 
 namespace {
 
-// The frames of a site worth keeping, out of `raw` (innermost first, as unw_backtrace gives them): past
-// libunwind's and this library's, and with kCulprit libc's at the top; a stack that is all libc's is kept
-// whole. Returns how many were copied into `frames`.
-int keep_site_frames(void* const* raw, int n, void** frames, int max_frames, StackScope scope) {
-  int i = 0;
-  while (i < n && !in_this_library(reinterpret_cast<uintptr_t>(raw[i]))) ++i;  // unw_backtrace's own
-  if (i == n) i = 0;
-  while (i < n && in_this_library(reinterpret_cast<uintptr_t>(raw[i]))) ++i;
-  if (scope == StackScope::kCulprit) {
-    int first = i;
-    while (i < n && in_libc(raw[i])) ++i;
-    if (i == n) i = first;
-  }
-  int count = 0;
-  for (; i < n && count < max_frames; ++i) frames[count++] = raw[i];
-  return count;
-}
-
-constexpr int kMaxRawSiteFrames = 64;
-
 struct SiteRequest {
   void** frames;
   int max_frames;
   StackScope scope;
-  bool nested;  // in a signal handler that interrupted another recording on this thread
+  uintptr_t cfa;     // capture_addresses's canonical frame address: the frames above it are the site's
+  SiteChain* chain;  // where to remember them (null: not remembered)
   int count;
 };
 
-// Recordings in progress on this thread: unw_backtrace's per-thread cache is not made to be entered again
-// from a signal handler that interrupted it, so a nested recording takes unw_step's way.
+// Recordings in progress on this thread: a signal handler's recording that interrupted another one
+// neither reads nor writes the remembered sites (the interrupted one may be writing one).
 __attribute__((tls_model("initial-exec"))) constinit thread_local int t_recording_sites = 0;
 
-// On the site stack (report/site_stack.h): unw_backtrace's cursor and context are about 2 KiB.
-void capture_site(void* p) {
+// The site's frames by unw_step, innermost first, with where each frame's return address was on the stack
+// (its stack pointer less 8), so that the chain can be remembered (report/site_chains.h). What is kept is
+// what capture_stack keeps: the frames from the first one outside this library (with kCulprit outside
+// libc too; a stack that is all libc's then from the first outside this library), `max_frames` of them.
+// On the site stack (report/site_stack.h): the context and the cursor take about 2 KiB.
+void record_site(void* p) {
   auto* request = static_cast<SiteRequest*>(p);
   UnwindingScope unwinding;
-  if (g_unwinder.backtrace && !request->nested) {
-    void* raw[kMaxRawSiteFrames];
-    // Room for this library's frames and libc's above the program's (fopen's way to the open).
-    int wanted = request->max_frames + 24 < kMaxRawSiteFrames ? request->max_frames + 24 : kMaxRawSiteFrames;
-    int n = g_unwinder.backtrace(raw, wanted);
-    request->count =
-        keep_site_frames(raw, n > 0 ? n : 0, request->frames, request->max_frames, request->scope);
+  UnwindState state;
+  if (g_unwinder.getcontext(&state.context) != 0 || g_unwinder.init_local(&state.cursor, &state.context) != 0)
     return;
+  struct Link {
+    uintptr_t ip;
+    uintptr_t sp;
+  };
+  Link raw[SiteChain::kMaxLinks];
+  // This library's frames, then (kCulprit) libc's, then those kept: the room for the first two is 24.
+  const int window =
+      request->max_frames + 24 < SiteChain::kMaxLinks ? request->max_frames + 24 : SiteChain::kMaxLinks;
+  int n = 0;
+  int ours = 0;  // raw[0 .. ours) are this library's
+  int libc = 0;  // raw[ours .. ours + libc) are libc's, with kCulprit
+  int kept = 0;
+  bool linked = false;  // the frames from capture_addresses's caller on are in raw
+  bool remember = request->chain != nullptr;
+  do {
+    unw_word_t ip = 0;
+    unw_word_t sp = 0;
+    if (g_unwinder.get_reg(&state.cursor, UNW_REG_IP, &ip) != 0 || ip == 0 ||
+        g_unwinder.get_reg(&state.cursor, UNW_REG_SP, &sp) != 0)
+      break;
+    // A signal frame's caller's address is not where a call leaves it: such a chain is not remembered.
+    if (g_unwinder.is_signal_frame(&state.cursor) > 0) remember = false;
+    if (!linked) {
+      if (sp != request->cfa && in_this_library(ip)) continue;  // the recording's own frames
+      linked = true;
+      if (sp != request->cfa) remember = false;
+    }
+    // The return address is where the call put it, just below the frame's stack pointer (x86-64).
+    if (remember && (sp - request->cfa > UINT32_MAX || *reinterpret_cast<const uintptr_t*>(sp - 8) != ip))
+      remember = false;
+    raw[n++] = {ip, sp};
+    if (kept == 0 && libc == 0 && n - 1 == ours && in_this_library(ip)) {
+      ++ours;
+    } else if (kept == 0 && n - 1 == ours + libc && request->scope == StackScope::kCulprit &&
+               in_libc(reinterpret_cast<void*>(ip))) {
+      ++libc;
+    } else {
+      ++kept;
+    }
+  } while (kept < request->max_frames && n < window && g_unwinder.step(&state.cursor) > 0);
+  if (kept == 0) libc = 0;  // all libc's: kept whole
+  const int first_kept = ours + libc;
+  const int count = n - first_kept < request->max_frames ? n - first_kept : request->max_frames;
+  for (int i = 0; i < count; ++i) request->frames[i] = reinterpret_cast<void*>(raw[first_kept + i].ip);
+  request->count = count;
+  if (!remember || !linked) return;
+  SiteChain& chain = *request->chain;
+  chain.max_frames = request->max_frames;
+  chain.scope = static_cast<int>(request->scope);
+  chain.first_kept = first_kept;
+  chain.links = first_kept + count;
+  for (int i = 0; i < chain.links; ++i) {
+    chain.offset[i] = static_cast<uint32_t>(raw[i].sp - request->cfa);
+    chain.address[i] = raw[i].ip;
   }
-  ScratchLease lease;
-  ReportScratch* scratch = lease.get();
-  if (!scratch) return;
-  capture_stack(scratch->stack, request->max_frames, 0, scratch->unwind, request->scope);
-  for (int i = 0; i < scratch->stack.count; ++i) request->frames[i] = scratch->stack.frames[i];
-  request->count = scratch->stack.count;
+  SiteChains::publish(chain, request->cfa);
 }
 
 }  // namespace
 
-int capture_addresses(void** frames, int max_frames, StackScope scope) {
+// Its canonical frame address (where its caller's frame begins) is taken from its frame pointer, which
+// __builtin_frame_address makes it keep: %rbp + 16 on x86-64.
+__attribute__((noinline)) int capture_addresses(void** frames, int max_frames, StackScope scope) {
   if (!g_loaded.load(std::memory_order_acquire) || max_frames <= 0) return 0;
   if (g_unwinding_disabled.load(std::memory_order_relaxed)) return 0;
   if (max_frames > CapturedStack::kMaxFrames) max_frames = CapturedStack::kMaxFrames;
-  SiteRequest request{frames, max_frames, scope, false, 0};
-  request.nested = t_recording_sites++ > 0;
+  if (max_frames > SiteChain::kMaxLinks) max_frames = SiteChain::kMaxLinks;
+  const uintptr_t cfa = reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) + 16;
+  const bool nested = t_recording_sites++ > 0;
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  run_on_site_stack(capture_site, &request);
+  SiteChains* chains = nested ? nullptr : thread_site_chains();
+  int count = chains ? chains->find(cfa, max_frames, static_cast<int>(scope), frames) : -1;
+  if (count < 0) {
+    SiteRequest request{frames, max_frames, scope, cfa, chains ? &chains->start_recording() : nullptr, 0};
+    run_on_site_stack(record_site, &request);
+    count = request.count;
+  }
   std::atomic_signal_fence(std::memory_order_seq_cst);
   --t_recording_sites;
-  return request.count;
+  return count;
 }
 
 void unwinder_after_fork_child() {
+  t_loading = false;
+  if (g_load_state.load(std::memory_order_relaxed) == kLoading) g_load_state.store(kUnavailable);
   if (g_threads_unwinding.load(std::memory_order_relaxed) > 0) {
     g_unwinding_disabled.store(true, std::memory_order_relaxed);
   }
@@ -332,9 +415,12 @@ void unwinder_after_fork_child() {
 
 void format_stack(TextBuffer& out, void* const* frames, int count, bool in_signal_handler) {
   if (count == 0) {
-    out.add_text(!g_loaded.load() ? "    (libunwind.so.8 is not installed: no backtrace)\n"
-                 : g_unwinding_disabled.load()
+    out.add_text(g_unwinding_disabled.load()
                      ? "    (not unwound: this process was forked while another thread was unwinding)\n"
+                 : unwinder_unavailable() ? "    (libunwind.so.8 is not installed: no backtrace)\n"
+                 : !g_loaded.load()
+                     ? "    (not unwound: libunwind is loaded when a stack is first needed, and this process "
+                       "first needed one in a signal handler, where it cannot be loaded)\n"
                      : "    (no frames)\n");
     return;
   }

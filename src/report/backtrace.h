@@ -1,14 +1,20 @@
-// Native backtraces through libunwind, which is dlopen'ed privately (RTLD_LOCAL) when the library is
-// enabled: linked normally, libunwind.so.8 would put its own _Unwind_* exception ABI ahead of libgcc_s in
-// the host's global symbol scope. Inert processes never load it.
+// Native backtraces through libunwind, which is dlopen'ed privately (RTLD_LOCAL) when first needed (the
+// first open whose site is recorded, the first report or seek site): linked normally, libunwind.so.8
+// would put its own _Unwind_* exception ABI ahead of libgcc_s in the host's global symbol scope. A process
+// that never needs a stack never loads it (issue 27: it was most of a new process's start-up).
 #pragma once
 
 #include "report/text_buffer.h"
 
 namespace appendguard {
 
-// Loads libunwind. Safe to call more than once; returns false if it is not installed.
+// Loads libunwind, on the site stack (report/site_stack.h). Safe to call more than once and from several
+// threads (one loads, the others wait); returns false if it is not installed, or if this thread is
+// loading it already (a signal handler that interrupted the loading). dlopen is not async-signal-safe:
+// the caller makes sure this is not a signal handler nor a child sharing its parent's memory.
 bool load_unwinder();
+bool unwinder_loaded();
+bool unwinder_unavailable();  // tried, and libunwind.so.8 could not be loaded
 // In the child of fork: if another thread of the parent was inside libunwind (and may have held its
 // locks), this process never unwinds.
 void unwinder_after_fork_child();
@@ -40,8 +46,9 @@ void capture_stack(CapturedStack& stack, int max_frames, int skip, unsigned char
 
 // Captures addresses only (for the site of an open, symbolized later if a report needs it): the frames
 // from the first one outside this library (and with kCulprit outside libc) on, as capture_stack keeps
-// them. Through libunwind's fast path, on a stack of its own (report/site_stack.h), so that the caller's
-// stack grows by little more than a frame.
+// them. A site this thread recorded before at the same stack address is read back from the stack
+// (report/site_chains.h: a few instructions a frame); otherwise unwound, on a stack of its own
+// (report/site_stack.h), so that the caller's stack grows by little more than a frame, and remembered.
 int capture_addresses(void** frames, int max_frames, StackScope scope = StackScope::kWhole);
 
 // How many of `count` frames (innermost first) matter for a culprit (StackScope::kCulprit): with a

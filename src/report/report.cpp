@@ -23,6 +23,7 @@ namespace {
 constinit LogSink g_sink;
 constinit Lock g_report_lock;
 int g_backtrace_frames = 32;
+bool (*g_may_load_unwinder)() = nullptr;  // set_unwinder_loading_check
 bool g_python_stack = true;
 // APPENDGUARD_TRACE=1: native stacks are kept whole (StackScope::kWhole); otherwise cut to the culprit.
 bool g_whole_native = false;
@@ -374,7 +375,11 @@ void configure_reporter(const Config& config) {
   if (config.trace) configure_trace_buffers(write_trace_batch, config.json);
   init_report_scratch();
   init_site_stack();
-  if (g_backtrace_frames > 0) load_unwinder();
+  // libunwind is loaded when a stack is first needed (unwinder_ready), not here.
+}
+
+void set_unwinder_loading_check(bool (*may_load)()) {
+  g_may_load_unwinder = may_load;
 }
 
 namespace {
@@ -383,10 +388,44 @@ StackScope native_scope() {
   return g_whole_native ? StackScope::kWhole : StackScope::kCulprit;
 }
 
+// Inside a signal handler, possibly: on the signal stack, or a signal that has a handler is blocked (a
+// handler runs with its own signal blocked, unless installed with SA_NODEFER). By system calls, made only
+// until libunwind is loaded.
+bool maybe_in_signal_handler() {
+  stack_t ss{};
+  if (syscall(SYS_sigaltstack, nullptr, &ss) == 0 && (ss.ss_flags & SS_ONSTACK)) return true;
+  uint64_t blocked = 0;
+  if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, nullptr, &blocked, sizeof blocked) != 0) return true;
+  struct KernelAction {  // the kernel's struct sigaction (x86-64)
+    void* handler;
+    unsigned long flags;
+    void* restorer;
+    uint64_t mask;
+  };
+  for (int sig = 1; sig <= 64 && blocked != 0; ++sig) {
+    if (!(blocked & (uint64_t{1} << (sig - 1)))) continue;
+    KernelAction action{};
+    if (syscall(SYS_rt_sigaction, sig, nullptr, &action, sizeof(uint64_t)) != 0) continue;
+    if (action.handler != reinterpret_cast<void*>(SIG_DFL) &&
+        action.handler != reinterpret_cast<void*>(SIG_IGN))
+      return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+bool unwinder_ready() {
+  if (__builtin_expect(unwinder_loaded(), 1)) return true;
+  if (g_backtrace_frames <= 0 || unwinder_unavailable()) return false;
+  // dlopen is not async-signal-safe, and a child sharing our memory (vfork) must not load for its parent.
+  if ((g_may_load_unwinder && !g_may_load_unwinder()) || maybe_in_signal_handler()) return false;
+  return load_unwinder();
+}
 
 int capture_open_site(void** frames, int max_frames) {
   if (g_backtrace_frames <= 0) return 0;
+  if (!unwinder_ready()) return unwinder_unavailable() ? 0 : kSiteNotRecorded;
   return capture_addresses(frames, max_frames < g_backtrace_frames ? max_frames : g_backtrace_frames,
                            native_scope());
 }
@@ -404,7 +443,7 @@ void record_seek_site(SeekSite& site, const char* function, int64_t offset, int 
   site.reached_bottom = false;
   site.python_size = 0;
   bool in_signal_handler = false;
-  if (g_backtrace_frames > 0 && signal_stack_left() >= kUnwinderStack) {
+  if (g_backtrace_frames > 0 && signal_stack_left() >= kUnwinderStack && unwinder_ready()) {
     ScratchLease lease;
     if (ReportScratch* scratch = lease.get()) {
       int frames = g_backtrace_frames < kSeekFrames ? g_backtrace_frames : kSeekFrames;
@@ -435,7 +474,12 @@ struct ShownStacks {
   const SeekSite* seek = nullptr;  // recorded
   int seek_count = 0;
   int opened_count = 0;
+  bool open_not_recorded = false;  // the open's site was not recorded (kSiteNotRecorded)
 };
+
+constexpr char kOpenNotRecorded[] =
+    "    (not recorded: the open was made in a signal handler before libunwind was first loaded, and it "
+    "cannot be loaded there)\n";
 
 ShownStacks choose_frames(const Violation& v, const CapturedStack& stack, bool unwind, bool has_python) {
   ShownStacks shown;
@@ -454,7 +498,9 @@ ShownStacks choose_frames(const Violation& v, const CapturedStack& stack, bool u
           frames_that_matter(seek->frames, shown.seek_count, seek->python_size > 0, seek->reached_bottom);
     }
   }
-  if (const Description* d = v.description; unwind && d) {
+  if (const Description* d = v.description; d && d->site.frame_count == kSiteNotRecorded)
+    shown.open_not_recorded = g_backtrace_frames > 0;
+  if (const Description* d = v.description; unwind && d && d->site.frame_count > 0) {
     shown.opened_count = d->site.frame_count < kOpenFrames ? d->site.frame_count : kOpenFrames;
     // Fewer frames than asked for: the capture reached the thread's start.
     bool reached_bottom =
@@ -482,6 +528,7 @@ __attribute__((noinline)) void write_json_report(const Violation& v, const Proce
     format_stack(native, stack.frames, shown.native_count, stack.in_signal_handler);
   if (shown.opened_count > 0)
     format_stack(opened, v.description->site.frames, shown.opened_count, stack.in_signal_handler);
+  if (shown.open_not_recorded) opened.add_text(kOpenNotRecorded);
   if (shown.seek_count > 0)
     format_stack(seek_native, shown.seek->frames, shown.seek_count, stack.in_signal_handler);
   ReportStacks stacks;
@@ -512,6 +559,7 @@ void report_violation(const Violation& v) {
   CapturedStack& stack = scratch ? scratch->stack : g_no_stack;
   size_t stack_left = g_backtrace_frames > 0 ? signal_stack_left() : SIZE_MAX;
   bool unwind = scratch && stack_left >= kUnwinderStack;
+  if (unwind) unwinder_ready();  // loaded at the first stack needed (not on a signal stack: see above)
   if (unwind) capture_stack(stack, g_backtrace_frames, 2, scratch->unwind, native_scope());
   // Read before taking the report lock: it may wait for the GIL, whose holder may be reporting too.
   TextBuffer python(scratch ? scratch->python_text : nullptr, scratch ? sizeof scratch->python_text : 0);
@@ -544,6 +592,9 @@ void report_violation(const Violation& v) {
   if (shown.opened_count > 0) {
     out.add_text("  opened at:\n");
     format_stack(out, v.description->site.frames, shown.opened_count, stack.in_signal_handler);
+  } else if (shown.open_not_recorded) {
+    out.add_text("  opened at:\n");
+    out.add_text(kOpenNotRecorded);
   }
   if (out.full()) out.add_text("\n  (report truncated)\n");
   g_sink.write(out.view());

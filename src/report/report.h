@@ -116,8 +116,14 @@ void flush_all_traces();
 // At exit (atexit, after the handlers that trace): everything buffered is written, and trace lines from
 // then on are written one by one.
 void flush_traces_at_exit();
-// For the open site kept in each description.
+// For the open site kept in each description: the number of frames, or kSiteNotRecorded when libunwind
+// was not loaded yet and could not be loaded there (a signal handler: report/backtrace.h load_unwinder).
+constexpr int kSiteNotRecorded = -1;
 int capture_open_site(void** frames, int max_frames);
+// libunwind, loaded if it is not yet and may be here (not in a signal handler, not where `may_load`, set
+// by the shim at start-up, says no: a child sharing its parent's memory). Holding none of our locks.
+bool unwinder_ready();
+void set_unwinder_loading_check(bool (*may_load)());
 // For the seek site kept in each description: the native stack of the caller and, in a Python thread,
 // its innermost Python frames (taking the GIL: call it holding no lock). Not inside a signal handler's
 // Python, and nothing when APPENDGUARD_BACKTRACE=0 and APPENDGUARD_PYTHON_STACK=0.

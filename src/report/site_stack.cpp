@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <new>
 
 // The stack switch is x86-64 assembly; sanitizer builds keep the recording where it is (ASan and TSan
 // follow the thread's stack).
@@ -21,7 +22,9 @@ namespace {
 // here too, below it: the rest of the space is for it.
 constexpr size_t kGuardBytes = 4096;
 constexpr size_t kStackBytes = size_t{60} * 1024;
-constexpr size_t kMappingBytes = kGuardBytes + kStackBytes;
+// Above the stack: the thread's remembered open sites (report/site_chains.h).
+constexpr size_t kChainsBytes = (sizeof(SiteChains) + 4095) / 4096 * 4096;
+constexpr size_t kMappingBytes = kGuardBytes + kStackBytes + kChainsBytes;
 
 __attribute__((tls_model("initial-exec"))) constinit thread_local char* t_stack = nullptr;
 #ifdef APPENDGUARD_SITE_STACK
@@ -36,8 +39,7 @@ void thread_exits(void* p) {
   if (p) munmap(p, kMappingBytes);
 }
 
-#ifdef APPENDGUARD_SITE_STACK
-char* thread_stack() {
+char* thread_mapping() {
   if (__builtin_expect(t_stack != nullptr, 1)) return t_stack;
   void* p = mmap(nullptr, kMappingBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                  -1, 0);
@@ -49,11 +51,11 @@ char* thread_stack() {
     munmap(mapped, kMappingBytes);
     return t_stack;
   }
+  new (mapped + kGuardBytes + kStackBytes) SiteChains;
   t_stack = mapped;
   if (g_key_made) g_setspecific(g_key, mapped);
   return mapped;
 }
-#endif
 
 }  // namespace
 
@@ -101,17 +103,22 @@ void init_site_stack() {
 
 void run_on_site_stack(void (*fn)(void*), void* arg) {
 #ifdef APPENDGUARD_SITE_STACK
-  char* stack = t_on_stack ? nullptr : thread_stack();
+  char* stack = t_on_stack ? nullptr : thread_mapping();
   if (stack) {
     t_on_stack = true;
     std::atomic_signal_fence(std::memory_order_seq_cst);
-    appendguard_call_on_stack(arg, fn, stack + kMappingBytes);
+    appendguard_call_on_stack(arg, fn, stack + kGuardBytes + kStackBytes);
     std::atomic_signal_fence(std::memory_order_seq_cst);
     t_on_stack = false;
     return;
   }
 #endif
   fn(arg);
+}
+
+SiteChains* thread_site_chains() {
+  char* mapping = thread_mapping();
+  return mapping ? reinterpret_cast<SiteChains*>(mapping + kGuardBytes + kStackBytes) : nullptr;
 }
 
 }  // namespace appendguard

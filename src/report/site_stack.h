@@ -6,6 +6,8 @@
 // a guard page below it, unmapped when the thread exits.
 #pragma once
 
+#include "report/site_chains.h"
+
 namespace appendguard {
 
 // Creates the key whose destructor unmaps a thread's stack. Call once, outside signal handlers.
@@ -14,5 +16,9 @@ void init_site_stack();
 // Runs fn(arg) on this thread's site stack. Runs it where it is when already on it (a signal handler that
 // interrupted a recording), when no memory can be mapped, and in sanitizer builds (which track the stack).
 void run_on_site_stack(void (*fn)(void*), void* arg);
+
+// This thread's remembered open sites, in the same mapping, above the stack (mapped here if it was not
+// yet; in sanitizer builds too); null if no memory can be mapped.
+SiteChains* thread_site_chains();
 
 }  // namespace appendguard

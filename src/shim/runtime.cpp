@@ -140,6 +140,7 @@ void initialize() {
   g_config = new Config(std::move(result.config));
   g_config->paths.add_physical_aliases(physical_directory);  // one rule for every path form (path.h)
   configure_reporter(*g_config);
+  set_unwinder_loading_check(owns_file_table);  // a vfork child does not load libunwind for its parent
   init_path_scratch();
   g_owner_pid.store(raw_getpid(), std::memory_order_relaxed);
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);

@@ -117,6 +117,50 @@ class SeekSites(TempDirTest):
         self.assertIn("libc_above", report.get("native_stack_left_out", {"libc_above": 0}))
 
 
+class OpenSites(TempDirTest):
+    """Issue 27: an open's site is unwound once per place and read back from the stack after; libunwind is
+    loaded when a stack is first needed."""
+
+    def test_each_open_names_its_own_opener_though_the_sites_differ_in_one_frame(self):
+        # open_here_a and open_here_b have the same frame and are called from the same place: a site read
+        # back for the other opener would name the wrong one.
+        path = self.path("o")
+        proc = run([program("report_sites"), "two_openers", path])
+        self.assertOk(proc)
+        r = results(proc.stdout)
+        self.assertEqual((r["pwrite_a"], r["pwrite_b"]), ("-1", "-1"))
+        blocks = report_blocks(proc.stderr)
+        self.assertEqual(len(blocks), 4, proc.stderr)
+        for i, block in enumerate(blocks):
+            opened = frames(section(block, "  opened at:"))
+            self.assertIn(f"o.{i}.safetensors", block.splitlines()[0])
+            self.assertIn("open_here_b" if i % 2 else "open_here_a", opened[0], block)
+            self.assertIn("opens_through", opened[1], block)
+            self.assertIn(" main+", opened[2], block)
+
+    def test_a_process_that_needs_no_stack_does_not_load_libunwind(self):
+        # Before: every process loaded libunwind (and liblzma) at start: most of an exec's start-up.
+        proc = run(["cat", "/proc/self/maps"])
+        self.assertOk(proc)
+        self.assertIn("libappendguard", proc.stdout)
+        self.assertNotIn("libunwind", proc.stdout)
+        # A guarded open loads it (the shell's redirection), and its maps then show it.
+        proc = run(["sh", "-c", 'exec 3>"$1"; cat /proc/$$/maps', "sh", self.path("s.safetensors")])
+        self.assertOk(proc)
+        self.assertIn("libunwind", proc.stdout)
+
+    def test_an_open_in_a_signal_handler_before_libunwind_is_loaded_says_its_site_was_not_recorded(self):
+        proc = run([program("report_sites"), "opened_in_handler", self.path("h.safetensors")])
+        self.assertOk(proc)
+        self.assertEqual(results(proc.stdout)["pwrite"], "-1")
+        [block] = report_blocks(proc.stderr)
+        self.assertEqual(section(block, "  opened at:"),
+                         ["(not recorded: the open was made in a signal handler before libunwind was first "
+                          "loaded, and it cannot be loaded there)"], block)
+        # The report itself, outside the handler, loads it: its stack is there.
+        self.assertIn(" main+", frames(section(block, "  native stack:"))[-1], block)
+
+
 class PythonStacks(TempDirTest):
     def close_after_seek(self, **env):
         path = self.path("p.safetensors")

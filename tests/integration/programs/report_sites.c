@@ -2,6 +2,7 @@
 // the end of file before it. Each step is its own function, kept out of line so that the report names it.
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -38,6 +39,28 @@ STEP static int fwrite_later(FILE* f) {
   return fflush(f);
 }
 
+// Open sites (issue 27: a site recorded again from the same place is read back from the stack): two
+// openers of the same frame size called from the same place, so that their sites differ only in one
+// return address.
+STEP static int open_here_a(const char* path) {
+  return open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+}
+STEP static int open_here_b(const char* path) {
+  return open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+}
+STEP static int opens_through(int (*opener)(const char*), const char* path) {
+  return opener(path);
+}
+
+// A guarded file opened by a signal handler, the process's first need of a stack: libunwind is not
+// loaded there (dlopen is not async-signal-safe).
+static const char* g_handler_path;
+static volatile int g_handler_fd = -1;
+static void open_in_handler(int sig) {
+  (void)sig;
+  g_handler_fd = open(g_handler_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+}
+
 static void say(const char* what, long long result) {
   printf("%s=%lld\n", what, result);
   fflush(stdout);
@@ -64,6 +87,27 @@ int main(int argc, char** argv) {
     say("fseek", fseek_to_start(f));
     say("flush", fwrite_later(f));
     fclose(f);
+    return 0;
+  }
+  if (strcmp(name, "two_openers") == 0) {
+    // Four files, opened alternately by a and b; each then refuses a write at offset 1 (one report each).
+    for (int i = 0; i < 4; ++i) {
+      char each[4096];
+      snprintf(each, sizeof each, "%s.%d.safetensors", path, i);
+      int fd = opens_through(i % 2 ? open_here_b : open_here_a, each);
+      if (fd < 0 || write(fd, "0123456789", 10) != 10) return 1;
+      say(i % 2 ? "pwrite_b" : "pwrite_a", pwrite(fd, "p", 1, 1));
+      close(fd);
+    }
+    return 0;
+  }
+  if (strcmp(name, "opened_in_handler") == 0) {
+    g_handler_path = path;
+    signal(SIGUSR1, open_in_handler);
+    raise(SIGUSR1);
+    if (g_handler_fd < 0 || write(g_handler_fd, "0123456789", 10) != 10) return 1;
+    say("pwrite", pwrite(g_handler_fd, "p", 1, 1));
+    close(g_handler_fd);
     return 0;
   }
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);

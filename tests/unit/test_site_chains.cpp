@@ -1,0 +1,108 @@
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <memory>
+
+#include "report/site_chains.h"
+
+using namespace appendguard;
+
+namespace {
+
+// A stack of words: the recording function's CFA is the address of words[1], so that its return
+// address (the chain's link 0, at offset 0) is words[0].
+struct FakeStack {
+  uintptr_t words[32] = {};
+  uintptr_t cfa() const { return reinterpret_cast<uintptr_t>(&words[1]); }
+};
+
+// Records the chain whose link i is the return address words[slot[i]], keeping those from first_kept on.
+void record(SiteChains& chains, const FakeStack& stack, const int* slots, int links, int first_kept,
+            int max_frames = 24, int scope = 1) {
+  SiteChain& chain = chains.start_recording();
+  chain.max_frames = max_frames;
+  chain.scope = scope;
+  chain.links = links;
+  chain.first_kept = first_kept;
+  for (int i = 0; i < links; ++i) {
+    chain.offset[i] = static_cast<uint32_t>(slots[i] * sizeof(uintptr_t));
+    chain.address[i] = stack.words[slots[i]];
+  }
+  SiteChains::publish(chain, stack.cfa());
+}
+
+}  // namespace
+
+TEST_CASE("a remembered site is read back only when every return address is where it was") {
+  auto chains = std::make_unique<SiteChains>();
+  FakeStack stack;
+  const int slots[] = {0, 3, 7, 8, 12};  // this library's frame, then four kept
+  for (int i = 0; i < 32; ++i) stack.words[i] = 0x1000 + static_cast<uintptr_t>(i);
+  void* frames[24] = {};
+  CHECK(chains->find(stack.cfa(), 24, 1, frames) == -1);  // nothing remembered yet
+  record(*chains, stack, slots, 5, 1);
+
+  REQUIRE(chains->find(stack.cfa(), 24, 1, frames) == 4);
+  CHECK(frames[0] == reinterpret_cast<void*>(0x1003));
+  CHECK(frames[3] == reinterpret_cast<void*>(0x100c));
+
+  // Another request (fewer frames, the whole scope), another place on the stack: not this chain.
+  CHECK(chains->find(stack.cfa(), 16, 1, frames) == -1);
+  CHECK(chains->find(stack.cfa(), 24, 0, frames) == -1);
+  CHECK(chains->find(stack.cfa() + 8, 24, 1, frames) == -1);
+
+  // Called from elsewhere: the outermost kept frame's return address differs.
+  stack.words[12] = 0x2000;
+  CHECK(chains->find(stack.cfa(), 24, 1, frames) == -1);
+  stack.words[12] = 0x100c;
+  // Words between the return addresses (locals) do not matter.
+  stack.words[5] = 0x3000;
+  CHECK(chains->find(stack.cfa(), 24, 1, frames) == 4);
+  // Nor does what lies beyond the chain.
+  stack.words[20] = 0x4000;
+  CHECK(chains->find(stack.cfa(), 24, 1, frames) == 4);
+}
+
+TEST_CASE("two chains at the same stack address are both remembered, and the oldest is replaced") {
+  auto chains = std::make_unique<SiteChains>();
+  FakeStack a;
+  FakeStack b;
+  for (int i = 0; i < 32; ++i) {
+    a.words[i] = 0x1000 + static_cast<uintptr_t>(i);
+    b.words[i] = 0x5000 + static_cast<uintptr_t>(i);
+  }
+  const int slots[] = {0, 2, 4};
+  record(*chains, a, slots, 3, 1);
+  // b's chain, recorded at a's address (the same function called from elsewhere at the same depth).
+  SiteChain& chain = chains->start_recording();
+  chain.max_frames = 24;
+  chain.scope = 1;
+  chain.links = 3;
+  chain.first_kept = 1;
+  for (int i = 0; i < 3; ++i) {
+    chain.offset[i] = static_cast<uint32_t>(slots[i] * sizeof(uintptr_t));
+    chain.address[i] = b.words[slots[i]];
+  }
+  SiteChains::publish(chain, a.cfa());
+  void* frames[24] = {};
+  REQUIRE(chains->find(a.cfa(), 24, 1, frames) == 2);
+  CHECK(frames[0] == reinterpret_cast<void*>(0x1002));
+  FakeStack saved = a;
+  for (int i : slots) a.words[i] = b.words[i];
+  REQUIRE(chains->find(a.cfa(), 24, 1, frames) == 2);
+  CHECK(frames[0] == reinterpret_cast<void*>(0x5002));
+  a = saved;
+  // SiteChains::kChains more recordings elsewhere push both out.
+  for (int i = 0; i < SiteChains::kChains; ++i) record(*chains, b, slots, 3, 1, 24 - i);
+  CHECK(chains->find(a.cfa(), 24, 1, frames) == -1);
+}
+
+TEST_CASE("a chain whose frames are all skipped reads back no frames") {
+  auto chains = std::make_unique<SiteChains>();
+  FakeStack stack;
+  stack.words[0] = 0x10;
+  const int slots[] = {0};
+  record(*chains, stack, slots, 1, 1);
+  void* frames[24] = {};
+  CHECK(chains->find(stack.cfa(), 24, 1, frames) == 0);
+}
