@@ -420,7 +420,7 @@ void format_stack(TextBuffer& out, void* const* frames, int count, bool in_signa
                  : unwinder_unavailable() ? "    (libunwind.so.8 is not installed: no backtrace)\n"
                  : !g_loaded.load()
                      ? "    (not unwound: libunwind is loaded when a stack is first needed, and this process "
-                       "first needed one in a signal handler, where it cannot be loaded)\n"
+                       "first needed one where it cannot be loaded: a signal handler or a vfork child)\n"
                      : "    (no frames)\n");
     return;
   }

@@ -17,9 +17,10 @@
 namespace appendguard {
 namespace {
 
-// unw_backtrace's frame (about 2 KiB), its fast path's, and a first unwind of a frame (its DWARF lookup:
-// dl_iterate_phdr and libunwind's parser, a few KiB). A signal handler that interrupts the recording runs
-// here too, below it: the rest of the space is for it.
+// The recording's frame (libunwind's context and cursor, about 2 KiB, and the frames found), a first
+// unwind of a frame (its DWARF lookup: dl_iterate_phdr and libunwind's parser, a few KiB), and the loading
+// of libunwind (dlopen). A signal handler that interrupts the recording runs here too, below it: the rest
+// of the space is for it.
 constexpr size_t kGuardBytes = 4096;
 constexpr size_t kStackBytes = size_t{60} * 1024;
 // Above the stack: the thread's remembered open sites (report/site_chains.h).

@@ -1,9 +1,10 @@
-// A per-thread stack of its own for recording an open's site (issue 27; issue 24, item 6): libunwind's
-// unw_backtrace keeps a cursor and a context of about 2 KiB in its frame, and a guarded open must add at
-// most 2 KiB to the program's stack. The recording runs on this stack instead, reached through a frame
-// that unwinders step out of as an ordinary frame-pointer frame, so the frames recorded above it are the
-// program's own. Mapped with mmap at a thread's first use (no malloc: opens run in signal handlers), with
-// a guard page below it, unmapped when the thread exits.
+// A per-thread stack of its own for recording an open's site (issue 27; issue 24, item 6): unwinding keeps
+// libunwind's cursor and context, about 2 KiB, in the recording's frame (and loading libunwind, at the
+// first stack needed, takes several KiB), and a guarded open must add at most 2 KiB to the program's
+// stack. The recording runs on this stack instead, reached through a frame that unwinders step out of as
+// an ordinary frame-pointer frame, so the frames recorded above it are the program's own. Mapped with
+// mmap at a thread's first use (no malloc: opens run in signal handlers), with a guard page below it and
+// the thread's remembered sites (report/site_chains.h) above it, unmapped when the thread exits.
 #pragma once
 
 #include "report/site_chains.h"
