@@ -38,18 +38,27 @@ class LinkingTest(TempDirTest):
         needed = re.findall(r"\(NEEDED\)\s+Shared library: \[(.+?)\]", out)
         self.assertEqual(sorted(needed), ["libc.so.6", "libdl.so.2"])
 
-    def test_libunwind_is_loaded_only_when_enabled_with_backtraces(self):
-        probe = "print(any('libunwind' in line for line in open('/proc/self/maps')))"
+    # A guarded open (its site is recorded), then the process's maps.
+    OPEN_GUARDED = ("import os, tempfile\n"
+                    "open(os.path.join(tempfile.mkdtemp(), 'x.safetensors'), 'wb').close()\n")
+    MAPS_HAVE_LIBUNWIND = "print(any('libunwind' in line for line in open('/proc/self/maps')))"
+
+    def test_libunwind_is_loaded_only_when_a_stack_is_needed(self):
+        # Issue 27: not at start-up (it was most of a new process's start): at the first guarded open.
+        probe = self.MAPS_HAVE_LIBUNWIND
         self.assertEqual(run([PYTHON, "-c", probe], mode=None).stdout.strip(), "False")
+        self.assertEqual(run([PYTHON, "-c", probe]).stdout.strip(), "False")
+        probe = self.OPEN_GUARDED + self.MAPS_HAVE_LIBUNWIND
         self.assertEqual(run([PYTHON, "-c", probe], APPENDGUARD_BACKTRACE="0").stdout.strip(), "False")
         self.assertEqual(run([PYTHON, "-c", probe]).stdout.strip(), "True")
 
     def test_libunwind_does_not_take_over_cxx_exceptions(self):
         # Loaded RTLD_LOCAL, its _Unwind_* symbols stay out of the global scope.
-        code = ("import ctypes\n"
+        code = (self.OPEN_GUARDED + self.MAPS_HAVE_LIBUNWIND + "\n"
+                "import ctypes\n"
                 "libc = ctypes.CDLL(None)\n"
                 "print(hasattr(libc, '_ULx86_64_step'), hasattr(libc, 'unw_backtrace'))\n")
-        self.assertEqual(run([PYTHON, "-c", code]).stdout.strip(), "False False")
+        self.assertEqual(run([PYTHON, "-c", code]).stdout.split(), ["True", "False", "False"])
 
 
 if __name__ == "__main__":
