@@ -307,6 +307,12 @@ struct SiteRequest {
   int count;
 };
 
+// A word of the stack above the recording (a frame's return address): not the program's access for ASan
+// or TSan to watch.
+__attribute__((no_sanitize("address", "thread"))) uintptr_t word_at(uintptr_t address) {
+  return *reinterpret_cast<const volatile uintptr_t*>(address);
+}
+
 // Recordings in progress on this thread: a signal handler's recording that interrupted another one
 // neither reads nor writes the remembered sites (the interrupted one may be writing one).
 __attribute__((tls_model("initial-exec"))) constinit thread_local int t_recording_sites = 0;
@@ -350,8 +356,7 @@ void record_site(void* p) {
       if (sp != request->cfa) remember = false;
     }
     // The return address is where the call put it, just below the frame's stack pointer (x86-64).
-    if (remember && (sp - request->cfa > UINT32_MAX || *reinterpret_cast<const uintptr_t*>(sp - 8) != ip))
-      remember = false;
+    if (remember && (sp - request->cfa > UINT32_MAX || word_at(sp - 8) != ip)) remember = false;
     raw[n++] = {ip, sp};
     if (kept == 0 && libc == 0 && n - 1 == ours && in_this_library(ip)) {
       ++ours;
