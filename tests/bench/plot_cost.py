@@ -8,6 +8,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 
 
 def main():
@@ -28,7 +29,7 @@ def main():
     execs = data["exec"]
     for side in ("before", "after"):
         axes[1].plot(execs["counts"], execs[side], label=labels[side], **styles[side])
-    axes[1].set_yscale("log")
+    axes[1].set_ylim(bottom=0)  # the new program's fixed start-up dominates: a linear scale shows how flat
     axes[1].set_xlabel("inherited unguarded descriptors")
     axes[1].set_ylabel("instructions added per fork + exec")
     axes[1].set_title("fork + exec of /bin/true, parent and new program\n(callgrind, user space)")
@@ -45,9 +46,15 @@ def main():
     axes[2].set_ylabel("time with / without the library")
     axes[2].set_title(f"the same fork + exec, timed\n(median of {timed['rounds']} interleaved rounds, "
                       f"bars: range; load {timed['load']})")
+    for axis in (axes[0], axes[2]):  # plain numbers on the log scales
+        axis.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:,g}"))
+        axis.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:,g}"))
+    axes[0].xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:,g}"))
     for axis in axes:
         axis.grid(True, which="both", alpha=0.3)
         axis.legend(fontsize=8)
+    for axis in axes:
+        axis.title.set_fontsize(10)
     figure.suptitle("What libappendguard.so adds as guarded files and inherited descriptors grow "
                     f"(scripts/bench plot, {data['date']})")
     figure.tight_layout()
