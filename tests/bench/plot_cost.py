@@ -26,6 +26,7 @@ def main():
     axes[0].set_ylabel("instructions added per operation")
     axes[0].set_title("guarded open + 64 B write + close\n(callgrind, user space)")
 
+    labels = dict(labels, before=f"before ({data.get('exec_before', data['before'])})")
     execs = data["exec"]
     for side in ("before", "after"):
         axes[1].plot(execs["counts"], execs[side], label=labels[side], **styles[side])
@@ -48,7 +49,7 @@ def main():
                       f"bars: range; load {timed['load']})")
     for axis in (axes[0], axes[2]):  # plain numbers on the log scales
         axis.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:,g}"))
-        axis.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:,g}"))
+        axis.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     axes[0].xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:,g}"))
     for axis in axes:
         axis.grid(True, which="both", alpha=0.3)
