@@ -110,8 +110,7 @@ def main():
     build_dir = Path(others[0]).resolve() if others else REPO / "build"
     library = build_dir / LIBRARY
     if not library.exists():
-        sys.exit(f"bench checkpoint: {library} is missing (build it: scripts/bench {build_dir} --instructions "
-                 "write_devnull, or cmake --build BUILD --target appendguard)")
+        sys.exit(f"bench checkpoint: {library} is missing (build it: cmake --build {build_dir} --target appendguard)")
     if args.rounds < 1 or args.size < 4096:
         sys.exit("bench checkpoint: --rounds must be at least 1 and --size at least 4096")
     workloads = workloads or list(WORKLOADS)
