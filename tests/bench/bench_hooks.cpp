@@ -1,5 +1,7 @@
 // The measured program of scripts/bench: `bench_hooks CASE ITERATIONS` runs one case and prints
 // `ns_per_op=<float>`; `bench_hooks --list` prints `name budget iterations description` per case.
+// `bench_hooks CASE ITERATIONS COUNT` sets the count of a case that has one (guarded_cycle_10k: the other
+// guarded files open; exec_inherited: the inherited descriptors), as scripts/bench plot does.
 // The same binary runs with and without the preloaded library; only the calls inside
 // appendguard_bench_measured() are timed (and counted by callgrind --toggle-collect).
 #include <errno.h>
@@ -8,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,6 +22,7 @@
 namespace {
 
 std::string g_dir;  // a private directory on tmpfs, removed at exit
+long g_count = -1;  // the third argument, when given: the count of a case that has one
 
 std::string path_in_dir(const char* name) {
   return g_dir + "/" + name;
@@ -113,17 +117,22 @@ void run_guarded_cycle(long n) {
   }
 }
 
-// The same with 10,000 other guarded files open (issue 27: the cost must stay flat as files grow).
+// The same with 10,000 other guarded files open (issue 27: the cost must stay flat as files grow), or
+// COUNT of them.
 constexpr int kManyFiles = 10'000;
 std::vector<int> g_many;
-void setup_guarded_cycle_many() {
+void raise_descriptor_limit(long needed) {
   rlimit limit{};
   getrlimit(RLIMIT_NOFILE, &limit);
-  if (limit.rlim_cur < kManyFiles + 100) {
+  if (limit.rlim_cur < static_cast<rlim_t>(needed) + 100) {
     limit.rlim_cur = limit.rlim_max;
     setrlimit(RLIMIT_NOFILE, &limit);
   }
-  for (int i = 0; i < kManyFiles; ++i) {
+}
+void setup_guarded_cycle_many() {
+  const long files = g_count >= 0 ? g_count : kManyFiles;
+  raise_descriptor_limit(files);
+  for (long i = 0; i < files; ++i) {
     std::string name = "many-" + std::to_string(i) + ".safetensors";
     g_many.push_back(open_or_fail(path_in_dir(name.c_str()), O_WRONLY | O_CREAT | O_TRUNC));
   }
@@ -135,6 +144,84 @@ void teardown_guarded_cycle_many() {
     unlink(path_in_dir(("many-" + std::to_string(i) + ".safetensors").c_str()).c_str());
   }
   g_many.clear();
+}
+
+// Many files: one operation opens 10,000 (or COUNT) guarded files (O_WRONLY|O_CREAT|O_TRUNC), writes 64 B
+// to each while all are open, then closes them all (issue 27: a job writing many shards at once).
+std::vector<std::string> g_many_paths;
+void setup_many_files() {
+  const long files = g_count >= 0 ? g_count : kManyFiles;
+  raise_descriptor_limit(files);
+  for (long i = 0; i < files; ++i)
+    g_many_paths.push_back(path_in_dir(("f-" + std::to_string(i) + ".safetensors").c_str()));
+  g_many.resize(g_many_paths.size());
+}
+void run_many_files(long n) {
+  for (long i = 0; i < n; ++i) {
+    for (size_t f = 0; f < g_many_paths.size(); ++f) {
+      g_many[f] = open(g_many_paths[f].c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (g_many[f] < 0) fail(g_many_paths[f].c_str());
+      ssize_t w = write(g_many[f], g_buffer, sizeof g_buffer);
+      if (w != static_cast<ssize_t>(sizeof g_buffer)) fail_short(w);
+    }
+    for (int fd : g_many) close(fd);
+  }
+}
+void teardown_many_files() {
+  for (const std::string& path : g_many_paths) unlink(path.c_str());
+  g_many_paths.clear();
+  g_many.clear();
+}
+
+// fork + exec of /bin/true with 5,000 (or COUNT) inherited descriptors of an unguarded file and one of a
+// guarded file (issue 27: the new program's start-up must not grow with the descriptors it inherits).
+// BENCH_HOOKS_EXEC, when set, is the program run instead (words split at spaces: scripts/bench counts
+// the new program's instructions with `valgrind --tool=callgrind ... /bin/true`).
+constexpr long kInheritedDescriptors = 5'000;
+std::vector<int> g_inherited;
+std::vector<std::string> g_exec_words;
+std::vector<char*> g_exec_argv;
+void setup_exec_inherited() {
+  const long count = g_count >= 0 ? g_count : kInheritedDescriptors;
+  raise_descriptor_limit(count);
+  if (count > 0) g_inherited.push_back(open_or_fail(path_in_dir("u.bin"), O_WRONLY | O_CREAT));
+  for (long i = 1; i < count; ++i) {
+    int fd = dup(g_inherited[0]);
+    if (fd < 0) fail("dup");
+    g_inherited.push_back(fd);
+  }
+  g_fd = open_or_fail(path_in_dir("t.safetensors"), O_RDWR | O_CREAT);
+  const char* words = getenv("BENCH_HOOKS_EXEC");
+  std::string text = words && *words ? words : "/bin/true";
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    if (end > start) g_exec_words.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  for (std::string& word : g_exec_words) g_exec_argv.push_back(word.data());
+  g_exec_argv.push_back(nullptr);
+}
+void run_exec_inherited(long n) {
+  for (long i = 0; i < n; ++i) {
+    pid_t child = fork();
+    if (child < 0) fail("fork");
+    if (child == 0) {
+      execv(g_exec_argv[0], g_exec_argv.data());
+      _exit(127);
+    }
+    int status = 0;
+    if (waitpid(child, &status, 0) != child) fail("waitpid");
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      fprintf(stderr, "bench_hooks: %s exited with status %d\n", g_exec_argv[0], status);
+      exit(2);
+    }
+  }
+}
+void teardown_exec_inherited() {
+  for (int fd : g_inherited) close(fd);
+  g_inherited.clear();
+  close_fd();
 }
 
 // A write open of an unmatched name given relative to the working directory (issue 27: made absolute
@@ -227,6 +314,12 @@ const Case kCases[] = {
      setup_guarded_cycle, run_guarded_cycle, nullptr, nothing},
     {"guarded_cycle_10k", "1.10", 20'000, kNoBatch, "guarded_cycle with 10,000 other guarded files open",
      setup_guarded_cycle_many, run_guarded_cycle, nullptr, teardown_guarded_cycle_many},
+    {"many_files", "1.10", 10, kNoBatch,
+     "10,000 guarded files opened, 64 B written to each while all are open, all closed (one op: all of them)",
+     setup_many_files, run_many_files, nullptr, teardown_many_files},
+    {"exec_inherited", "1.50", 40, kNoBatch,
+     "fork + exec of /bin/true with 5,000 inherited descriptors of an unguarded file and one guarded",
+     setup_exec_inherited, run_exec_inherited, nullptr, teardown_exec_inherited},
     {"tracked_write_64", "1.07", 200'000, 100'000,
      "tracked 64 B writes to bench.safetensors on tmpfs, opened O_RDWR|O_CREAT|O_TRUNC", open_tracked,
      run_tracked_write<64>, reopen_tracked, close_fd},
@@ -273,7 +366,8 @@ void make_dir() {
 }
 
 void remove_dir() {
-  for (const char* name : {"plain.bin", "x.bin", "bench.safetensors", "cycle.safetensors"})
+  for (const char* name :
+       {"plain.bin", "x.bin", "bench.safetensors", "cycle.safetensors", "u.bin", "t.safetensors"})
     unlink(path_in_dir(name).c_str());
   rmdir(g_dir.c_str());
 }
@@ -315,7 +409,7 @@ SliceTimes run_slices(const Case& c, long iterations) {
 }
 
 int usage(FILE* out, int status) {
-  fprintf(out, "usage: bench_hooks CASE ITERATIONS | bench_hooks --list\ncases:\n");
+  fprintf(out, "usage: bench_hooks CASE ITERATIONS [COUNT] | bench_hooks --list\ncases:\n");
   for (const Case& c : kCases) fprintf(out, "  %-18s %s\n", c.name, c.description);
   return status;
 }
@@ -328,10 +422,15 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc == 2 && strcmp(argv[1], "--help") == 0) return usage(stdout, 0);
-  if (argc != 3) return usage(stderr, 2);
+  if (argc != 3 && argc != 4) return usage(stderr, 2);
   const Case* c = find_case(argv[1]);
   long iterations = strtol(argv[2], nullptr, 10);
   if (!c || iterations <= 0) return usage(stderr, 2);
+  if (argc == 4) {
+    char* end = nullptr;
+    g_count = strtol(argv[3], &end, 10);
+    if (*argv[3] == '\0' || *end != '\0' || g_count < 0) return usage(stderr, 2);
+  }
 
   make_dir();
   c->setup();
