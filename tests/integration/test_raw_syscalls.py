@@ -149,6 +149,15 @@ class RawSyscallsTest(TempDirTest):
         self.assertEqual([traced(n) for n in ("while_open", "first_after_close", "second_after_close",
                                                 "after_own_close")], [True, True, False, False], err)
 
+    def test_auto_traps_the_thread_that_created_a_file_with_o_excl_not_the_others(self):
+        # safetensors 0.8's temporary file: its creating thread's raw rename onto a guarded name is seen
+        # (traced) while the file is open; the main thread's raw rename meanwhile is not.
+        r, err = self.probe("exclusive", APPENDGUARD_TRACE="1",
+                            APPENDGUARD_PATHS=os.path.join(self.dir, "*.safetensors"))
+        self.assertEqual((r["worker_renameat"], r["main_renameat"]), ("0", "0"))
+        self.assertRegex(err, r"trace: .* renameat fd=-1 \S+/exclusive.safetensors.tmp .*\(raw system call\) -> 0")
+        self.assertNotRegex(err, r"main.safetensors.tmp .*\(raw system call\)")
+
     def test_a_raw_fork_child_of_a_trapped_thread_is_trapped(self):
         # The child's copy of the forking thread's selector, at the same address, is re-armed: its raw write
         # at 0 on the inherited guarded descriptor is refused (the child exits 0 only then).

@@ -166,6 +166,14 @@ static void* forks_its_own(void* unused) {  // opens a guarded file, forks: the 
   return NULL;
 }
 
+static void* creates_exclusive(void* unused) {  // O_CREAT|O_EXCL of an unguarded name, kept open, renamed
+  (void)unused;
+  int fd = open(in_dir("exclusive.safetensors.tmp"), O_WRONLY | O_CREAT | O_EXCL, 0644);
+  if (fd < 0) return (void*)1;
+  results_of[0] = raw_rename("exclusive.safetensors");
+  return NULL;
+}
+
 static int run_thread(void* (*routine)(void*)) {
   pthread_t thread;
   void* result = NULL;
@@ -304,6 +312,12 @@ int main(int argc, char** argv) {
     if (run_thread(closes_its_own)) return 3;
     printf("while_open=%ld\nfirst_after_close=%ld\nsecond_after_close=%ld\nafter_own_close=%ld\n",
            results_of[4], results_of[5], results_of[6], results_of[7]);
+    return 0;
+  }
+  if (!strcmp(which, "exclusive")) {  // run with only *.safetensors guarded: the .tmp files are not
+    if (run_thread(creates_exclusive)) return 3;
+    rename_source("main.safetensors");  // its descriptor is still open in the process
+    printf("worker_renameat=%ld\nmain_renameat=%ld\n", results_of[0], raw_rename("main.safetensors"));
     return 0;
   }
   if (!strcmp(which, "thread_fork")) {  // a raw fork from a thread that opened a guarded file
