@@ -224,7 +224,8 @@ void print_syscall_layer() {
   int error = syscall_dispatch_error();
   if (error == 0) {
     std::printf("raw syscalls:   covered %s (Syscall User Dispatch can be armed here)\n",
-                value == "always" ? "from start-up" : "while a guarded file is open");
+                value == "always" ? "from start-up"
+                                  : "in the threads that open or create guarded files, while one is open");
   } else {
     std::printf(
         "raw syscalls:   NOT covered: prctl(PR_SET_SYSCALL_USER_DISPATCH) fails with %s (%s); calls "

@@ -25,7 +25,8 @@ enum class Reopen { kAuto, kAppend, kRewrite, kHold };
 // size and fill it with zeros at the last close (defer), or refuse it as the mount would.
 enum class Prealloc { kDefer, kRefuse };
 // APPENDGUARD_SYSCALLS: the raw-system-call layer (shim/syscall_dispatch.h). kAuto traps the system calls
-// made outside libc only while a guarded file is open; kAlways traps them from start-up; kOff never.
+// made outside libc only in the threads that opened or created a guarded file, while one is open;
+// kAlways traps them in every thread from start-up; kOff never.
 enum class SyscallLayer { kAuto, kAlways, kOff };
 // APPENDGUARD_IO_URING: a raw io_uring_setup/io_setup trapped in a process that writes guarded files:
 // refused with ENOSYS (the program falls back to plain writes, which are guarded), or allowed (its

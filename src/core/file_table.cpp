@@ -166,6 +166,7 @@ void FileTable::unindex_live_file(TrackedFile* file) {
 TrackedFile* FileTable::acquire_file(dev_t device, ino_t inode, uint64_t size) {
   if (TrackedFile* f = find_live_file(device, inode)) {
     ++f->descriptions;
+    if (live_files_changed_) live_files_changed_(true);  // the opening thread's selector (auto)
     return f;
   }
   if (live_file_count_ == live_file_capacity_) {

@@ -269,8 +269,9 @@ class FileTable {
   void after_fork_parent();
   void after_fork_child();
 
-  // Called, with the registry held, when a file becomes tracked (true) and when the last one is released
-  // (the raw-system-call layer traps only meanwhile: shim/syscall_dispatch.h). Set once, at start-up.
+  // Called, with the registry held, in the thread that tracks a new description of a file (true; a second
+  // description of a file already tracked too) and when the last file is released (false): the
+  // raw-system-call layer traps that thread meanwhile (shim/syscall_dispatch.h). Set once, at start-up.
   void on_live_files_changed(void (*callback)(bool any)) { live_files_changed_ = callback; }
 
   int highest_fd() const { return highest_fd_plus_one_.load(std::memory_order_relaxed) - 1; }

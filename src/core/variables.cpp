@@ -285,8 +285,9 @@ constexpr Variable kVariables[] = {
      .kind = VariableKind::kSetting,
      .accepted = "auto, always, off",
      .default_value = "auto",
-     .help = "system calls made outside libc (raw syscall instructions): auto traps them while a guarded "
-             "file is open, always from start-up, off never (Syscall User Dispatch, Linux 5.11+)",
+     .help = "system calls made outside libc (raw syscall instructions): auto traps them in the threads "
+             "that open or create guarded files, while one is open, always in every thread from start-up, "
+             "off never (Syscall User Dispatch, Linux 5.11+)",
      .parse = parse_syscalls},
     {.name = "APPENDGUARD_IO_URING",
      .kind = VariableKind::kSetting,

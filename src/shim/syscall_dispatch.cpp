@@ -1,8 +1,11 @@
-// The raw-system-call layer (syscall_dispatch.h). One global selector byte, pointed at by every armed
-// thread's prctl: ALLOW costs a libc call nothing it did not cost before (the kernel compares the
+// The raw-system-call layer (syscall_dispatch.h). One selector byte per thread (t_selector, pointed at by
+// that thread's prctl): ALLOW costs a libc call nothing it did not cost before (the kernel compares the
 // caller's address with libc's text and reads no byte for those), and a raw call one byte read in the
-// kernel; BLOCK sends every raw call to on_sigsys. APPENDGUARD_SYSCALLS=auto stores BLOCK while a guarded
-// file is open (FileTable::on_live_files_changed), always stores it at load.
+// kernel; BLOCK sends the thread's raw calls to on_sigsys. APPENDGUARD_SYSCALLS=auto sets a thread's byte
+// to BLOCK when that thread makes a guarded file tracked (FileTable::on_live_files_changed) or creates a
+// file with O_CREAT|O_EXCL, and the thread itself sets it back to ALLOW once the process has neither left
+// (at the close of the last one, or lazily at its next trap): no thread ever writes another's byte, so
+// there is no table of threads to keep. `always` sets every thread's byte to BLOCK when it is armed.
 //
 // The handler runs on the thread that made the call, at a raw `syscall` instruction (never inside our own
 // hooks, which call libc), so it may call the hooks as the program's own signal handlers may. It keeps
@@ -56,8 +59,10 @@
 namespace appendguard {
 namespace {
 
-// The selector every armed thread's prctl points at (one byte for the whole process).
-constinit char g_selector = SYSCALL_DISPATCH_FILTER_ALLOW;
+// This thread's selector, which its prctl points at. A fork child's thread has its copy at the same
+// address (re-armed by run_fork_child: it keeps the forking thread's value); a new thread starts at ALLOW.
+__attribute__((tls_model("initial-exec"))) constinit thread_local char t_selector =
+    SYSCALL_DISPATCH_FILTER_ALLOW;
 // libc's executable segment: calls from there are never trapped.
 constinit uintptr_t g_libc_text = 0;
 constinit size_t g_libc_text_size = 0;
@@ -78,8 +83,9 @@ constinit std::atomic<bool> g_holds_sigsys{false};
 
 __attribute__((tls_model("initial-exec"))) constinit thread_local int t_raw_calls_in_progress = 0;
 
+// Only ever this thread's own byte: the kernel reads it at each of this thread's system calls.
 void set_selector(char value) {
-  __atomic_store_n(&g_selector, value, __ATOMIC_RELEASE);
+  __atomic_store_n(&t_selector, value, __ATOMIC_RELAXED);
 }
 
 bool armed() {
@@ -119,7 +125,7 @@ bool find_libc_text() {
 }
 
 int arm_thread() {
-  if (prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, g_libc_text, g_libc_text_size, &g_selector) !=
+  if (prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, g_libc_text, g_libc_text_size, &t_selector) !=
       0)
     return errno;
   return 0;
@@ -138,7 +144,8 @@ void notice_once(OncePerProcess& once, const char* text) {
 constinit OncePerProcess g_told_unavailable;
 
 // Descriptors created with O_CREAT|O_EXCL that the library does not guard (note_exclusive_create): the
-// selector stays BLOCK while one is open. Under g_exclusive_lock, taken with every signal blocked.
+// creating thread's selector stays BLOCK while one is open. Under g_exclusive_lock, taken with every
+// signal blocked.
 struct ExclusiveFd {
   int fd;
   dev_t device;
@@ -158,8 +165,7 @@ class ExclusiveGuard {
   SignalsBlockedLock lock_;
 };
 
-// In the handler: the recorded descriptors that no longer refer to their file are dropped, and with none
-// left and no guarded file open the selector goes back to ALLOW.
+// In the handler: the recorded descriptors that no longer refer to their file are dropped.
 void sweep_exclusive() {
   ExclusiveGuard guard;
   int kept = 0;
@@ -171,8 +177,20 @@ void sweep_exclusive() {
       g_exclusive[kept++] = g_exclusive[i];
   }
   g_exclusive_count.store(kept, std::memory_order_relaxed);
-  if (kept == 0 && !g_always && !g_any_live_file.load(std::memory_order_relaxed))
-    set_selector(SYSCALL_DISPATCH_FILTER_ALLOW);
+}
+
+// Whether this process has no guarded file and no exclusive-created descriptor left (auto's release).
+bool nothing_to_trap() {
+  return !g_any_live_file.load(std::memory_order_relaxed) &&
+         g_exclusive_count.load(std::memory_order_relaxed) == 0;
+}
+
+// This thread's byte back to ALLOW when nothing is left to trap. Stored, then checked again: a signal
+// handler that interrupted this thread between the check and the store, and made a file tracked, set the
+// byte to BLOCK that the store undid; the second check puts it back.
+void release_this_thread() {
+  set_selector(SYSCALL_DISPATCH_FILTER_ALLOW);
+  if (!nothing_to_trap()) set_selector(SYSCALL_DISPATCH_FILTER_BLOCK);
 }
 
 // Out of line: its line buffer was in the frame of every guarded open (issue 24, item 6).
@@ -187,20 +205,28 @@ void sweep_exclusive() {
   notice_once(g_told_unavailable, line);
 }
 
-// When the first guarded file is opened: the selector follows (auto), or the layer says it is missing.
+// In the thread that makes a description of a guarded file tracked (true: every new one, a second
+// description of a file already tracked included), and in the one that releases the process's last
+// tracked file (false): with auto, the first thread's selector goes to BLOCK, the second's back to ALLOW
+// if nothing else is left (every other thread's at its next trap, on_sigsys). Where the layer is
+// missing, one line says so.
 void on_live_files_changed(bool any) {
-  // A child sharing our memory (vfork) must not switch its parent's selector off.
-  if (!owns_file_table()) return;
-  g_any_live_file.store(any, std::memory_order_relaxed);
-  if (armed()) {
-    const bool block = any || g_exclusive_count.load(std::memory_order_relaxed) != 0;
-    if (!g_always) set_selector(block ? SYSCALL_DISPATCH_FILTER_BLOCK : SYSCALL_DISPATCH_FILTER_ALLOW);
+  if (any) {
+    g_any_live_file.store(true, std::memory_order_relaxed);
+    if (__builtin_expect(armed(), 1)) {
+      if (!g_always) set_selector(SYSCALL_DISPATCH_FILTER_BLOCK);
+      return;
+    }
+    if (g_say_unavailable &&
+        g_state.load(std::memory_order_acquire) == static_cast<int>(LayerState::kUnavailable) &&
+        owns_file_table())
+      say_layer_unavailable();
     return;
   }
-  if (!any || !g_say_unavailable ||
-      g_state.load(std::memory_order_acquire) != static_cast<int>(LayerState::kUnavailable))
-    return;
-  say_layer_unavailable();
+  // A child sharing our memory (vfork) must not say its parent has no file left (nor touch its byte).
+  if (!owns_file_table()) return;
+  g_any_live_file.store(false, std::memory_order_relaxed);
+  if (armed() && !g_always && nothing_to_trap()) release_this_thread();
 }
 
 // ---- Performing a trapped call ----
@@ -459,6 +485,9 @@ void on_sigsys(int sig, siginfo_t* info, void* context) {
     result = perform(r, uc);
     --t_raw_calls_in_progress;
   }
+  // auto: the call is performed (through its guard); with nothing left to trap this thread stops trapping.
+  // A fork child returns here too: it has its own copy of the byte.
+  if (__builtin_expect(!g_always, 1) && nothing_to_trap()) release_this_thread();
   g[REG_RAX] = result;
   errno = saved_errno;
 }
@@ -480,7 +509,7 @@ void note_exclusive_create(int fd) {
   if (static_cast<size_t>(count) == kMaxExclusive) return;
   g_exclusive[count] = {fd, st.st_dev, st.st_ino};
   g_exclusive_count.store(count + 1, std::memory_order_relaxed);
-  set_selector(SYSCALL_DISPATCH_FILTER_BLOCK);
+  set_selector(SYSCALL_DISPATCH_FILTER_BLOCK);  // this thread's: the one that will rename the file
 }
 
 void start_syscall_dispatch(const Config& config) {
@@ -537,11 +566,15 @@ void start_syscall_dispatch(const Config& config) {
   sigaddset(&sigsys, SIGSYS);
   real_pthread_sigmask(SIG_UNBLOCK, &sigsys, nullptr);
   g_state.store(static_cast<int>(LayerState::kArmed), std::memory_order_release);
+  // Descriptors adopted across exec were tracked before the callback was set: this thread took them.
+  if (g_files.any_live_file()) g_any_live_file.store(true, std::memory_order_relaxed);
   if (g_always || g_files.any_tracked()) set_selector(SYSCALL_DISPATCH_FILTER_BLOCK);
 }
 
 void arm_syscall_dispatch_in_this_thread() {
-  if (armed()) arm_thread();
+  if (!armed()) return;
+  if (g_always) set_selector(SYSCALL_DISPATCH_FILTER_BLOCK);  // auto: a new thread's byte is ALLOW
+  arm_thread();
 }
 
 bool syscall_dispatch_armed() {

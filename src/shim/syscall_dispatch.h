@@ -1,6 +1,6 @@
 // The raw-system-call layer: Syscall User Dispatch (Linux 5.11+) sends SIGSYS for every system call
-// made outside libc's text while one global selector byte says BLOCK; the handler sends each trapped call
-// through the hook of its libc twin (the same decisions), and performs every other one unchanged.
+// made outside libc's text by a thread whose own selector byte says BLOCK; the handler sends each trapped
+// call through the hook of its libc twin (the same decisions), and performs every other one unchanged.
 // docs/design.md, "System calls made outside libc".
 #pragma once
 
@@ -27,10 +27,10 @@ bool raw_system_call_in_progress();
 bool program_sigsys_action(const struct sigaction* action, struct sigaction* old);
 
 // An open with O_CREAT|O_EXCL of a file the library does not guard succeeded (hooks_open.cpp): with
-// APPENDGUARD_SYSCALLS=auto the layer traps raw calls while that descriptor stays open, so that the raw
-// rename that publishes a temporary file (safetensors 0.8's, onto a chattr +a target) is seen and a
-// refusal said. Its closing is seen lazily: each trapped call checks that the descriptors recorded still
-// refer to their files (at most 16 are recorded).
+// APPENDGUARD_SYSCALLS=auto the layer traps the calling thread's raw calls while that descriptor stays
+// open, so that the raw rename that publishes a temporary file (safetensors 0.8's, onto a chattr +a
+// target) is seen and a refusal said. Its closing is seen lazily: each trapped call checks that the
+// descriptors recorded still refer to their files (at most 16 are recorded).
 void note_exclusive_create(int fd);
 
 // A raw openat2 (hooks_open.cpp): openat's decision, performed with the program's open_how.

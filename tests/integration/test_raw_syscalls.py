@@ -109,10 +109,61 @@ class RawSyscallsTest(TempDirTest):
             self.assertEqual(len(re.findall(r"^appendguard: an io_uring .* not seen", err, re.M)), 1, err)
 
     def test_the_layer_is_armed_in_a_new_thread_and_after_exec(self):
-        r, _ = self.probe("thread")
+        # A thread that opened no guarded file traps with `always` only (the auto case is below).
+        r, _ = self.probe("thread", APPENDGUARD_SYSCALLS="always")
         self.assertEqual(r["thread_pwrite64_at_0"], str(-95))
         r, _ = self.probe("exec")
         self.assertEqual(r["exec_pwrite64_at_0"], str(-95))
+
+    def test_auto_traps_only_the_threads_that_opened_or_created_a_guarded_file(self):
+        # The main thread holds witness.safetensors open; a thread that opened nothing is not trapped:
+        # its raw write at 0 lands (docs/limits.md), where `always` refuses it (the test above).
+        r, err = self.probe("thread", APPENDGUARD_TRACE="1")
+        self.assertEqual(r["thread_pwrite64_at_0"], "4")
+        self.assertEqual(violations(err), [])
+        self.assertEqual(read_bytes(os.path.join(self.dir, "witness.safetensors")), b"0000")
+        # A worker that opens a guarded file itself, and one that opens a second description of the main
+        # thread's file, are trapped: their raw writes at 0 are refused with a report each; a third that
+        # opened nothing is not (its raw write at 0 lands, its raw rename is not seen).
+        r, err = self.probe("thread_opens", APPENDGUARD_TRACE="1")
+        self.assertEqual(r["own_pwrite64_at_0"], str(-95))
+        self.assertEqual(r["second_pwrite64_at_0"], str(-95))
+        self.assertEqual(len([v for v in violations(err) if " pwrite64 " in v]), 2, err)
+        self.assertEqual(read_bytes(os.path.join(self.dir, "worker.safetensors")), b"abcd")
+        self.assertEqual(r["nothing_pwrite64_at_0"], "4")
+        self.assertEqual(r["nothing_renameat"], "0")
+        self.assertNotRegex(err, r"nothing.safetensors .*\(raw system call\)")
+        self.assertEqual(read_bytes(os.path.join(self.dir, "witness.safetensors")), b"2222")
+
+    def test_a_trapped_thread_stops_trapping_once_no_guarded_file_is_left(self):
+        # Traced raw renames show which calls were trapped. A worker opens a guarded file (trapped), the
+        # main thread closes it: the worker's next raw call is still trapped (it sets its own selector back
+        # at that trap; no thread writes another's), the one after is not. A thread that closes the last
+        # file itself stops at once.
+        r, err = self.probe("release", APPENDGUARD_TRACE="1")
+        for name in ("while_open", "first_after_close", "second_after_close", "after_own_close"):
+            self.assertEqual(r[name], "0", name)
+        def traced(name):
+            return re.search(rf"trace: .* renameat fd=-1 \S+/{name}.safetensors.tmp .*\(raw system call\) -> 0",
+                             err) is not None
+        self.assertEqual([traced(n) for n in ("while_open", "first_after_close", "second_after_close",
+                                                "after_own_close")], [True, True, False, False], err)
+
+    def test_auto_traps_the_thread_that_created_a_file_with_o_excl_not_the_others(self):
+        # safetensors 0.8's temporary file: its creating thread's raw rename onto a guarded name is seen
+        # (traced) while the file is open; the main thread's raw rename meanwhile is not.
+        r, err = self.probe("exclusive", APPENDGUARD_TRACE="1",
+                            APPENDGUARD_PATHS=os.path.join(self.dir, "*.safetensors"))
+        self.assertEqual((r["worker_renameat"], r["main_renameat"]), ("0", "0"))
+        self.assertRegex(err, r"trace: .* renameat fd=-1 \S+/exclusive.safetensors.tmp .*\(raw system call\) -> 0")
+        self.assertNotRegex(err, r"main.safetensors.tmp .*\(raw system call\)")
+
+    def test_a_raw_fork_child_of_a_trapped_thread_is_trapped(self):
+        # The child's copy of the forking thread's selector, at the same address, is re-armed: its raw write
+        # at 0 on the inherited guarded descriptor is refused (the child exits 0 only then).
+        r, err = self.probe("thread_fork")
+        self.assertEqual(r["child_status"], "0", err)
+        self.assertEqual(len([v for v in violations(err) if " pwrite64 " in v]), 1, err)
 
     def test_the_programs_own_sigsys_handler_and_a_blocked_sigsys(self):
         r, _ = self.probe("sigsys")
@@ -126,7 +177,8 @@ class RawSyscallsTest(TempDirTest):
     def test_doctor_says_whether_the_layer_is_active(self):
         launcher = os.environ.get("APPENDGUARD_LAUNCHER", "")
         self.assertTrue(launcher, "APPENDGUARD_LAUNCHER is not set; run through ctest")
-        for setting, expected in (("auto", "raw syscalls:   covered while a guarded file is open"),
+        for setting, expected in (("auto", "raw syscalls:   covered in the threads that open or create guarded files, "
+                                           "while one is open"),
                                   ("always", "raw syscalls:   covered from start-up"),
                                   ("off", "raw syscalls:   not covered (APPENDGUARD_SYSCALLS=off)")):
             env = child_env(mode=None, preload=False, APPENDGUARD_SYSCALLS=setting)

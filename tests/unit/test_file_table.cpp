@@ -237,3 +237,28 @@ TEST_CASE("files are found by device and inode among thousands, and forgotten in
   CHECK_FALSE(table->tracks_file(1, 5));
   CHECK_FALSE(table->any_live_file());
 }
+
+namespace {
+std::vector<bool> g_live_calls;
+void note_live_files(bool any) {
+  g_live_calls.push_back(any);
+}
+}  // namespace
+
+TEST_CASE("the live-files callback runs for every new description, a second one of a tracked file too") {
+  // The raw-system-call layer sets the opening thread's selector from it (shim/syscall_dispatch.cpp): a
+  // thread that opens a file another thread has open must be told as well.
+  auto table = std::make_unique<FileTable>();
+  g_live_calls.clear();
+  table->on_live_files_changed(note_live_files);
+  table->track(3, record("/a", 7, 0));
+  table->track(4, record("/a", 7, 0));  // the same file: a second description
+  CHECK(g_live_calls == std::vector<bool>{true, true});
+  table->alias(4, 5);  // a dup is no new description
+  CHECK(g_live_calls.size() == 2);
+  CHECK(table->forget(3));
+  CHECK(table->forget(4));
+  CHECK(g_live_calls.size() == 2);  // the file is still open through 5
+  CHECK(table->forget(5));
+  CHECK(g_live_calls == std::vector<bool>{true, true, false});
+}

@@ -22,7 +22,8 @@ usage: tests/bench/raw_syscalls/raw_bench.py [BUILD_DIR] [WORKLOAD ...] [--round
     torch       dcp_step_save.py: CPU PyTorch training steps (none open, then with a guarded file open)
                 and dcp.save into a guarded directory
     torch-small small_steps.py: short training steps (STEPS x 30 per phase, OMP_WAIT_POLICY=PASSIVE),
-                none open, then with a guarded file open: the most trapped futex per unit of work
+                none open, then with a guarded file open: the most trapped futex per unit of work; the
+                file held by the training thread, then by a background thread (asynchronous checkpoint)
     tcmalloc    alloc_loop.py with gperftools' libtcmalloc.so.4 preloaded (in every configuration,
                 "none" included), with no guarded file open and then with one open
   --rounds N    rounds (default 5); --dir DIR where the files go (default a directory on /dev/shm)
@@ -172,9 +173,10 @@ def workloads(args, library, work, wanted):
     if "torch-small" in wanted:
         small = files / "torch-small"
         small.mkdir(exist_ok=True)
+        holders = {"main thread holds the file": "main", "background thread holds the file": "background"}
         result.append(Workload(
-            "torch-small", ["short steps, OMP_WAIT_POLICY=PASSIVE"],
-            lambda v: [python(), str(HERE / "small_steps.py"), str(small), str(args.steps * 30)],
+            "torch-small", list(holders),
+            lambda v: [python(), str(HERE / "small_steps.py"), str(small), str(args.steps * 30), holders[v]],
             lambda v, s: dict(environment(s, library), OMP_WAIT_POLICY="PASSIVE")))
     if "tcmalloc" in wanted:
         if not os.path.exists(TCMALLOC):
@@ -235,7 +237,7 @@ def count_traps(selected, work):
                           f"{workload.name} {variant} {setting} under strace")
                 calls = collections.Counter(re.findall(r"si_syscall=(?:__NR_)?(\w+)", log.read_text()))
                 top = ", ".join(f"{n} {c}" for c, n in calls.most_common(6))
-                print(f"  {variant:<28} {setting:<7} {sum(calls.values()):>7}  {top}")
+                print(f"  {variant:<34} {setting:<7} {sum(calls.values()):>7}  {top}")
 
 
 def main():

@@ -9,6 +9,7 @@
 #include <linux/sched.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -84,6 +85,101 @@ static int open_and_write(const char* tag) {
 static void* thread_writes(void* fd) {
   long result = RAW(SYS_pwrite64, (long)(intptr_t)fd, "0000", 4, 0);
   return (void*)(intptr_t)result;
+}
+
+// A raw renameat of DIR/NAME.tmp to DIR/NAME (created first): seen, and then traced with
+// "(raw system call)", only if this thread's raw calls are trapped.
+static long raw_rename(const char* name) {
+  char from[4096];
+  snprintf(from, sizeof from, "%s/%s.tmp", dir, name);
+  return RAW(SYS_renameat, AT_FDCWD, from, AT_FDCWD, in_dir(name));
+}
+static void rename_source(const char* name) {
+  char from[4096];
+  snprintf(from, sizeof from, "%s/%s.tmp", dir, name);
+  int fd = open(from, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0 || close(fd) != 0) {
+    perror("rename source");
+    exit(3);
+  }
+}
+
+// Worker threads of the auto cases (APPENDGUARD_SYSCALLS=auto traps only the threads that opened or
+// created a guarded file).
+static int shared_fd = -1;
+static sem_t opened, closed;
+static long results_of[8];
+
+static void* opens_its_own(void* unused) {  // opens a guarded file itself, then a raw write at 0
+  (void)unused;
+  int fd = open(in_dir("worker.safetensors"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0 || write(fd, "abcd", 4) != 4) return (void*)1;
+  results_of[0] = RAW(SYS_pwrite64, fd, "0000", 4, 0);
+  close(fd);
+  return NULL;
+}
+
+static void* opens_a_second_description(void* unused) {  // opens the main thread's file again
+  (void)unused;
+  int fd = open(in_dir("witness.safetensors"), O_WRONLY);
+  if (fd < 0) return (void*)1;
+  results_of[1] = RAW(SYS_pwrite64, fd, "1111", 4, 0);
+  close(fd);
+  return NULL;
+}
+
+static void* opened_nothing(void* unused) {  // a raw write at 0 on the main thread's descriptor
+  (void)unused;
+  results_of[2] = RAW(SYS_pwrite64, shared_fd, "2222", 4, 0);
+  results_of[3] = raw_rename("nothing.safetensors");
+  return NULL;
+}
+
+static void* holds_then_renames(void* unused) {  // opens, renames; another thread closes; renames twice
+  (void)unused;
+  shared_fd = open(in_dir("held.safetensors"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  results_of[4] = raw_rename("while_open.safetensors");
+  sem_post(&opened);
+  sem_wait(&closed);
+  results_of[5] = raw_rename("first_after_close.safetensors");
+  results_of[6] = raw_rename("second_after_close.safetensors");
+  return NULL;
+}
+
+static void* closes_its_own(void* unused) {  // opens, closes, renames
+  (void)unused;
+  int fd = open(in_dir("own.safetensors"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0 || close(fd) != 0) return (void*)1;
+  results_of[7] = raw_rename("after_own_close.safetensors");
+  return NULL;
+}
+
+static void* forks_its_own(void* unused) {  // opens a guarded file, forks: the child writes at 0
+  (void)unused;
+  int fd = open(in_dir("forked.safetensors"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0 || write(fd, "abcd", 4) != 4) return (void*)1;
+  long pid = RAW(SYS_fork, 0);
+  if (pid == 0) _exit(RAW(SYS_pwrite64, fd, "0000", 4, 0) == -EOPNOTSUPP ? 0 : 1);
+  int status = 0;
+  waitpid((pid_t)pid, &status, 0);
+  results_of[0] = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return NULL;
+}
+
+static void* creates_exclusive(void* unused) {  // O_CREAT|O_EXCL of an unguarded name, kept open, renamed
+  (void)unused;
+  int fd = open(in_dir("exclusive.safetensors.tmp"), O_WRONLY | O_CREAT | O_EXCL, 0644);
+  if (fd < 0) return (void*)1;
+  results_of[0] = raw_rename("exclusive.safetensors");
+  return NULL;
+}
+
+static int run_thread(void* (*routine)(void*)) {
+  pthread_t thread;
+  void* result = NULL;
+  if (pthread_create(&thread, NULL, routine, NULL) != 0) return 3;
+  pthread_join(thread, &result);
+  return result ? 3 : 0;
 }
 
 static volatile sig_atomic_t own_sigsys = 0;
@@ -188,6 +284,45 @@ int main(int argc, char** argv) {
     if (pthread_create(&thread, NULL, thread_writes, (void*)(intptr_t)fd) != 0) return 3;
     pthread_join(thread, &result);
     printf("thread_pwrite64_at_0=%ld\n", (long)(intptr_t)result);
+    return 0;
+  }
+  if (!strcmp(which, "thread_opens")) {  // threads that open guarded files, and one that opens none
+    shared_fd = witness();
+    rename_source("nothing.safetensors");
+    if (run_thread(opens_its_own) || run_thread(opens_a_second_description) || run_thread(opened_nothing))
+      return 3;
+    printf(
+        "own_pwrite64_at_0=%ld\nsecond_pwrite64_at_0=%ld\nnothing_pwrite64_at_0=%ld\n"
+        "nothing_renameat=%ld\n",
+        results_of[0], results_of[1], results_of[2], results_of[3]);
+    return 0;
+  }
+  if (!strcmp(which, "release")) {  // a trapping thread stops trapping once no guarded file is left
+    const char* names[] = {"while_open.safetensors", "first_after_close.safetensors",
+                           "second_after_close.safetensors", "after_own_close.safetensors"};
+    for (int i = 0; i < 4; ++i) rename_source(names[i]);
+    sem_init(&opened, 0, 0);
+    sem_init(&closed, 0, 0);
+    pthread_t holder;
+    if (pthread_create(&holder, NULL, holds_then_renames, NULL) != 0) return 3;
+    sem_wait(&opened);
+    close(shared_fd);  // the last guarded file, closed by another thread than the one it traps
+    sem_post(&closed);
+    pthread_join(holder, NULL);
+    if (run_thread(closes_its_own)) return 3;
+    printf("while_open=%ld\nfirst_after_close=%ld\nsecond_after_close=%ld\nafter_own_close=%ld\n",
+           results_of[4], results_of[5], results_of[6], results_of[7]);
+    return 0;
+  }
+  if (!strcmp(which, "exclusive")) {  // run with only *.safetensors guarded: the .tmp files are not
+    if (run_thread(creates_exclusive)) return 3;
+    rename_source("main.safetensors");  // its descriptor is still open in the process
+    printf("worker_renameat=%ld\nmain_renameat=%ld\n", results_of[0], raw_rename("main.safetensors"));
+    return 0;
+  }
+  if (!strcmp(which, "thread_fork")) {  // a raw fork from a thread that opened a guarded file
+    if (run_thread(forks_its_own)) return 3;
+    printf("child_status=%ld\n", results_of[0]);
     return 0;
   }
   if (!strcmp(which, "exec")) {
