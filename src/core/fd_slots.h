@@ -3,13 +3,16 @@
 // small `ulimit -v` from starting). The first kInline numbers are in the object (32 KiB for pointers);
 // higher ones are in chunks of kChunk slots mapped with mmap when a pointer is first stored there. Reads
 // of a number whose chunk is not mapped see null. Lookups of low numbers are one compare and one load,
-// as with a flat array.
+// as with a flat array. Each group of 64 numbers has a bit set by the first store there (never cleared),
+// so that a scan of the table visits only groups that ever held a pointer (issue 27: with 5,000 inherited
+// unguarded descriptors below a guarded one, every fork and exec walked 5,000 empty slots).
 #pragma once
 
 #include <sys/mman.h>
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 
 namespace appendguard {
 
@@ -37,6 +40,7 @@ class FdSlots {
   // The slot of `fd` (0 <= fd < kSlots), its chunk mapped if needed: a store there is seen by load. If no
   // memory can be mapped, a slot of no descriptor (what is stored there is never read back as fd's).
   std::atomic<T*>& operator[](int fd) {
+    if (static_cast<unsigned>(fd) < kSlots) note_used(static_cast<unsigned>(fd));
     if (static_cast<unsigned>(fd) < kInline) return low_[fd];
     std::atomic<T*>* chunk = chunk_for(static_cast<unsigned>(fd), true);
     if (!chunk) {
@@ -44,6 +48,22 @@ class FdSlots {
       return sink_;
     }
     return chunk[(static_cast<unsigned>(fd) - kInline) % kChunk];
+  }
+  // The first number from `fd` on, up to `last`, whose group ever held a pointer (every number of such a
+  // group is returned in turn); last + 1 if none. For scans: for (fd = next_used(0, last); fd <= last;
+  // fd = next_used(fd + 1, last)).
+  int next_used(int fd, int last) const {
+    if (fd < 0) fd = 0;
+    if (last >= static_cast<int>(kSlots)) last = static_cast<int>(kSlots) - 1;
+    while (fd <= last) {
+      const unsigned group = static_cast<unsigned>(fd) / kGroup;
+      const uint64_t word = used_groups_[group / 64].load(std::memory_order_acquire) >> (group % 64);
+      if (word & 1) return fd;
+      // Past this group and every unused one after it in this word.
+      const unsigned skip = word ? static_cast<unsigned>(__builtin_ctzll(word)) : 64 - group % 64;
+      fd = static_cast<int>((group + skip) * kGroup);
+    }
+    return last + 1;
   }
   // Whether a pointer stored at `fd` would be kept (its chunk is mapped, or can be).
   bool reserve(int fd) {
@@ -67,6 +87,15 @@ class FdSlots {
     return mapped;
   }
 
+  static constexpr unsigned kGroup = 64;
+  void note_used(unsigned fd) {
+    const unsigned group = fd / kGroup;
+    std::atomic<uint64_t>& word = used_groups_[group / 64];
+    const uint64_t bit = uint64_t{1} << (group % 64);
+    if (!(word.load(std::memory_order_relaxed) & bit)) word.fetch_or(bit, std::memory_order_acq_rel);
+  }
+
+  std::atomic<uint64_t> used_groups_[(kSlots / kGroup + 63) / 64] = {};
   std::atomic<T*> low_[kInline] = {};
   std::atomic<std::atomic<T*>*> chunks_[(kSlots - kInline) / kChunk] = {};
   std::atomic<T*> sink_{nullptr};

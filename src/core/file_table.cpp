@@ -334,7 +334,8 @@ void FileTable::forget_range(unsigned first, unsigned last) {
   if (highest < 0 || first > static_cast<unsigned>(highest)) return;
   if (last > static_cast<unsigned>(highest)) last = static_cast<unsigned>(highest);
   RegistryGuard guard(registry_);
-  for (unsigned fd = first; fd <= last; ++fd) {
+  for (int fd = next_slot(static_cast<int>(first), static_cast<int>(last)); fd <= static_cast<int>(last);
+       fd = next_slot(fd + 1, static_cast<int>(last))) {
     Description* previous = slots_[fd].exchange(nullptr, std::memory_order_acq_rel);
     if (previous && previous != closed_by_program()) release_description(previous);
   }
@@ -355,7 +356,7 @@ size_t FileTable::descriptors_of_file(dev_t device, ino_t inode, int* out, size_
   RegistryGuard guard(registry_);
   size_t count = 0;
   int highest = highest_fd();
-  for (int fd = 0; fd <= highest; ++fd) {
+  for (int fd = next_slot(0, highest); fd <= highest; fd = next_slot(fd + 1, highest)) {
     Description* d = lookup(fd);
     if (!d || d->file->device != device || d->file->inode != inode) continue;
     if (count < capacity) out[count] = fd;
@@ -401,7 +402,7 @@ void FileTable::before_fork() {
 
 void FileTable::mark_offsets_shared() {
   int highest = highest_fd();
-  for (int fd = 0; fd <= highest; ++fd) {
+  for (int fd = next_slot(0, highest); fd <= highest; fd = next_slot(fd + 1, highest)) {
     Description* d = slots_[fd].load(std::memory_order_relaxed);
     if (d && d != closed_by_program() && !d->kernel_appends) {
       d->shares_offset.store(true, std::memory_order_relaxed);

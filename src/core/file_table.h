@@ -275,6 +275,9 @@ class FileTable {
   void on_live_files_changed(void (*callback)(bool any)) { live_files_changed_ = callback; }
 
   int highest_fd() const { return highest_fd_plus_one_.load(std::memory_order_relaxed) - 1; }
+  // For scans of the table up to `last`: `fd` itself, or the next number that may be tracked (numbers
+  // in groups of 64 that never held a record are skipped); last + 1 when none is left.
+  int next_slot(int fd, int last) const { return slots_.next_used(fd, last); }
 
   // The writes counted on every file this process tracked (TrackedFile::count_write): the files
   // released already and the live ones. Writes in flight on other threads may be missed.

@@ -128,7 +128,7 @@ void fill_reservation_before_close(int fd, Description* d) {
 void fill_reservations_at_exit() {
   if (!owns_file_table()) return;
   int highest = g_files.highest_fd();
-  for (int fd = 0; fd <= highest; ++fd) {
+  for (int fd = g_files.next_slot(0, highest); fd <= highest; fd = g_files.next_slot(fd + 1, highest)) {
     Description* d = g_files.lookup(fd);
     if (d && d->file) fill(fd, d, "at exit");
   }

@@ -46,7 +46,8 @@ void say_if_exec_leaves_guarded_descriptors(const char* operation, const char* p
   if (!path || current_mode() == Mode::kOff || InternalScope::active() || !g_files.any_tracked()) return;
   int first = -1;
   int count = 0;
-  for (int fd = 0, highest = g_files.highest_fd(); fd <= highest; ++fd) {
+  const int highest = g_files.highest_fd();
+  for (int fd = g_files.next_slot(0, highest); fd <= highest; fd = g_files.next_slot(fd + 1, highest)) {
     if (!g_files.lookup(fd)) continue;
     long flags = syscall(SYS_fcntl, fd, F_GETFD);
     if (flags < 0 || (flags & FD_CLOEXEC)) continue;

@@ -81,8 +81,9 @@ void note_close_range(const char* operation, unsigned first, unsigned last) {
   if (!owns_file_table()) return;
   if (tracing()) {
     int highest = g_files.highest_fd();
-    unsigned end = highest < 0 ? 0 : std::min(last, static_cast<unsigned>(highest));
-    for (unsigned fd = first; highest >= 0 && fd <= end; ++fd) {
+    const int end = highest < 0 ? -1 : static_cast<int>(std::min(last, static_cast<unsigned>(highest)));
+    for (int fd = g_files.next_slot(static_cast<int>(std::min(first, static_cast<unsigned>(INT32_MAX))), end);
+         fd <= end; fd = g_files.next_slot(fd + 1, end)) {
       if (Description* d = g_files.lookup(static_cast<int>(fd))) {
         trace(operation, static_cast<int>(fd), d->path, 0, 0, "closed by %s(%u, %u)", operation, first, last);
       }

@@ -71,7 +71,7 @@ uint64_t guarding_settings_in(char* const* envp, size_t entries) {
 template <typename Each>
 void for_each_carried(bool exact, Each&& each) {
   int highest = g_files.highest_fd();
-  for (int fd = 0; fd <= highest; ++fd) {
+  for (int fd = g_files.next_slot(0, highest); fd <= highest; fd = g_files.next_slot(fd + 1, highest)) {
     Description* d = g_files.lookup(fd);
     if (!d) continue;
     if (exact) {

@@ -18,7 +18,7 @@ namespace {
 void trace_uncarried(const char* operation, long long result, int error) {
   keep_errno([&](int) {
     int highest = g_files.highest_fd();
-    for (int fd = 0; fd <= highest; ++fd) {
+    for (int fd = g_files.next_slot(0, highest); fd <= highest; fd = g_files.next_slot(fd + 1, highest)) {
       if (const Description* d = g_files.lookup(fd)) {
         trace(operation, fd, d->path, result, error, "%s",
               "not carried: the child's program does not guard it");

@@ -262,3 +262,34 @@ TEST_CASE("the live-files callback runs for every new description, a second one 
   CHECK(table->forget(5));
   CHECK(g_live_calls == std::vector<bool>{true, true, false});
 }
+
+TEST_CASE("a scan of the table visits the groups of 64 numbers that held records, not every number below") {
+  // Issue 27: 5,000 unguarded descriptors below one guarded one made every fork's and exec's scan walk
+  // 5,000 empty slots.
+  auto table = std::make_unique<FileTable>();
+  table->track(5006, record("/g", 9, 0));
+  table->track(3, record("/h", 10, 0));
+  const int highest = table->highest_fd();
+  REQUIRE(highest == 5006);
+  std::vector<int> found;
+  int visited = 0;
+  for (int fd = table->next_slot(0, highest); fd <= highest; fd = table->next_slot(fd + 1, highest)) {
+    ++visited;
+    if (table->lookup(fd)) found.push_back(fd);
+  }
+  CHECK(found == std::vector<int>{3, 5006});
+  CHECK(visited <= 128);  // the groups of 0-63 and 4992-5055 (up to 5006)
+  table->forget(5006);
+  table->track(70000, record("/i", 11, 0));  // a mapped chunk
+  const int now = table->highest_fd();
+  found.clear();
+  for (int fd = table->next_slot(0, now); fd <= now; fd = table->next_slot(fd + 1, now)) {
+    if (table->lookup(fd)) found.push_back(fd);
+  }
+  CHECK(found == std::vector<int>{3, 70000});
+  CHECK(table->next_slot(71000, 80000) == 80001);
+  CHECK(table->next_slot(70001, 70001) == 70001);  // in a used group: each number is returned
+  table->forget_range(0, 100000);
+  CHECK(table->lookup(3) == nullptr);
+  CHECK(table->lookup(70000) == nullptr);
+}
