@@ -139,12 +139,11 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
   if (!writes && __builtin_expect(any_held_sessions(), 0))
     commit_held_before_read(request.dirfd, request.path);
   if (!writes && !g_config->trace) return;
-  decision.by_name = matched_by_name(request.dirfd, request.path, decision.path);
+  const size_t length = std::strlen(request.path);
+  decision.by_name = matched_by_name(request.dirfd, request.path, length, decision.path);
   if (!decision.by_name && !(writes && opens_a_tracked_file(request.dirfd, request.path, decision.path))) {
     // Not by name: a write open on an append-only mount is guarded all the same.
-    if (!writes || !any_append_only_mount()) return;
-    if (!resolve_full_path(request.dirfd, request.path, decision.path)) return;
-    if (!append_only_mount_of(decision.path)) return;
+    if (!writes || !on_append_only_mount(request.dirfd, request.path, length, decision.path)) return;
   }
   if (!writes) {
     decision.trace_only = true;
