@@ -160,8 +160,10 @@ bool match_from(std::string_view p, std::string_view t, size_t& steps) {
 }  // namespace
 
 std::string_view file_name_of(std::string_view path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+  // memrchr: a guarded open asks for its name (issue 27), which rfind walked byte by byte.
+  const void* slash = path.empty() ? nullptr : memrchr(path.data(), '/', path.size());
+  if (!slash) return path;
+  return path.substr(static_cast<size_t>(static_cast<const char*>(slash) - path.data()) + 1);
 }
 
 std::string validate_glob(std::string_view pattern) {

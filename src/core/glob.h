@@ -66,10 +66,11 @@ class PatternSet {
   static bool ends_with_suffix(std::string_view text, const Pattern& p) {
     const size_t n = p.literal_suffix.size();
     if (text.size() < n) return false;
-    if (text.size() < 8 || n > 8) return ends_with_long_suffix(text, p);
+    if (text.size() < 8) return ends_with_long_suffix(text, p);
     uint64_t last;  // the text's last 8 bytes, little-endian
     std::memcpy(&last, text.data() + text.size() - 8, 8);
-    return (last & p.end_mask) == p.end_word;
+    if ((last & p.end_mask) != p.end_word) return false;
+    return n <= 8 || ends_with_long_suffix(text, p);
   }
   static bool ends_with_long_suffix(std::string_view text, const Pattern& p);
 };

@@ -106,6 +106,8 @@ class MountTable {
   const MountEntry* mount_entry_of(std::string_view path) const;
   // The kind of the mount holding `path` (any mount: a file guarded by name may be on any of them).
   StoreKind store_kind_of(std::string_view path) const;
+  // Whether any mount is write-once (else store_kind_of is kAppends for every path).
+  bool any_write_once() const { return !write_once_scope_.empty(); }
   // Whether the mount holding `path` renames (true off every known store without rename).
   bool renames_at(std::string_view path) const;
 

@@ -89,7 +89,10 @@ size_t normalize_path(std::string_view base_dir, std::string_view path, char* ou
   if (capacity < 2) return 0;
   bool absolute = !path.empty() && path[0] == '/';
   if (!absolute && (base_dir.empty() || base_dir[0] != '/')) return 0;
-  if (absolute && already_normal(path)) {
+  // The vector test first (issue 27), the walk from slash to slash for what it cannot tell.
+  const bool plain = absolute && path.size() > 1 && path.back() != '/' &&
+                     !has_slash_before_slash_or_dot(path.data(), path.size());
+  if (absolute && (plain || already_normal(path))) {
     if (path.size() + 1 > capacity) return 0;
     std::memcpy(out, path.data(), path.size());
     out[path.size()] = '\0';
@@ -97,7 +100,9 @@ size_t normalize_path(std::string_view base_dir, std::string_view path, char* ou
   }
   size_t len = 0;
   out[len++] = '/';
-  if (!absolute && base_dir.size() > 1 && already_normal(base_dir)) {  // a working directory is
+  if (!absolute && base_dir.size() > 1 &&
+      ((base_dir.back() != '/' && !has_slash_before_slash_or_dot(base_dir.data(), base_dir.size())) ||
+       already_normal(base_dir))) {  // a working directory is
     if (base_dir.size() + 1 > capacity) return 0;
     std::memcpy(out, base_dir.data(), base_dir.size());
     len = base_dir.size();

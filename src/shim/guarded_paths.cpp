@@ -1,6 +1,7 @@
 #include "shim/guarded_paths.h"
 
 #include <fcntl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -90,8 +91,9 @@ bool resolve_full_path(int dirfd, const char* path, char* out) {
     if (!base || !base_directory(dirfd, base, kMaxPath)) return false;
     if (normalize_path(base, path, out, kMaxPath) == 0) return false;
   }
-  // /proc/self/fd/N: the file it reopens.
-  if (__builtin_expect(out[1] == 'p' || out[1] == 'd', 0) && names_a_descriptor(out)) {
+  // /proc/self/fd/N: the file it reopens (the prefixes first: /dev/shm is common).
+  if (__builtin_expect(std::memcmp(out, "/proc/", 6) == 0 || std::memcmp(out, "/dev/fd/", 8) == 0, 0) &&
+      names_a_descriptor(out)) {
     PathLease lease(1);
     char* target = lease.get();
     if (target && descriptor_target(out, target)) std::memcpy(out, target, std::strlen(target) + 1);
@@ -203,9 +205,20 @@ bool surely_outside(const MountTable& table, const SplitPath& split) {
 [[gnu::noinline]] bool relative_surely_outside(const MountTable& table, int dirfd, std::string_view path) {
   PathLease lease(1);
   char* base = lease.get();
+  if (!base) return false;
+  size_t length = 0;
+  if (dirfd == AT_FDCWD) {
+    // The system call itself: its length, without libc's checks and a strlen (an unreachable directory's
+    // name does not start with '/', and is not split).
+    const long n = real_syscall(SYS_getcwd, base, kMaxPath);
+    if (n <= 1) return false;
+    length = static_cast<size_t>(n) - 1;
+  } else {
+    if (!descriptor_path(dirfd, base, kMaxPath)) return false;
+    length = std::strlen(base);
+  }
   SplitPath split;
-  return base && base_directory(dirfd, base, kMaxPath) && split_normal_path(base, path, split) &&
-         surely_outside(table, split);
+  return split_normal_path({base, length}, path, split) && surely_outside(table, split);
 }
 
 }  // namespace
