@@ -220,9 +220,10 @@ PatternSet::Pattern PatternSet::make_pattern(std::string text, bool full_path) {
   p.full_path = full_path;
   p.literal_suffix = literal_suffix(p.text);
   const size_t n = p.literal_suffix.size() < 8 ? p.literal_suffix.size() : 8;
-  char bytes[8] = {};
-  std::memcpy(bytes + 8 - n, p.literal_suffix.data() + p.literal_suffix.size() - n, n);
-  std::memcpy(&p.end_word, bytes, 8);
+  for (size_t i = 0; i < n; ++i) {  // byte 8 - n + i of the word (little-endian: its high bytes)
+    const auto byte = static_cast<unsigned char>(p.literal_suffix[p.literal_suffix.size() - n + i]);
+    p.end_word |= uint64_t{byte} << (8 * (8 - n + i));
+  }
   p.end_mask = n == 0 ? 0 : ~uint64_t{0} << (8 * (8 - n));
   return p;
 }
