@@ -149,7 +149,7 @@ bool matched_by_name_slowly(int dirfd, const char* path, size_t length, char* fu
     if (given.empty() || given.back() < '0' || given.back() > '9' || !names_a_descriptor(given)) return false;
     proc_name = true;
   } else {
-    proc_name = (path[0] == '/' && (path[1] == 'p' || path[1] == 'd')) && names_a_descriptor(given);
+    proc_name = (given.starts_with("/proc/") || given.starts_with("/dev/fd/")) && names_a_descriptor(given);
   }
   if (!full_path) {
     notice_unresolvable_path(dirfd, path, true);
