@@ -1,5 +1,6 @@
 #include "core/glob.h"
 
+#include <cstring>
 #include <vector>
 
 namespace appendguard {
@@ -159,8 +160,10 @@ bool match_from(std::string_view p, std::string_view t, size_t& steps) {
 }  // namespace
 
 std::string_view file_name_of(std::string_view path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+  // memrchr: a guarded open asks for its name (issue 27), which rfind walked byte by byte.
+  const void* slash = path.empty() ? nullptr : memrchr(path.data(), '/', path.size());
+  if (!slash) return path;
+  return path.substr(static_cast<size_t>(static_cast<const char*>(slash) - path.data()) + 1);
 }
 
 std::string validate_glob(std::string_view pattern) {
@@ -209,11 +212,31 @@ std::string literal_suffix(std::string_view pattern) {
   return std::string(pattern.substr(start < pattern.size() ? start : pattern.size()));
 }
 
-bool ends_with(std::string_view text, std::string_view suffix) {
-  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+}  // namespace
+
+PatternSet::Pattern PatternSet::make_pattern(std::string text, bool full_path) {
+  Pattern p;
+  p.text = std::move(text);
+  p.full_path = full_path;
+  p.literal_suffix = literal_suffix(p.text);
+  const size_t n = p.literal_suffix.size() < 8 ? p.literal_suffix.size() : 8;
+  for (size_t i = 0; i < n; ++i) {  // byte 8 - n + i of the word (little-endian: its high bytes)
+    const auto byte = static_cast<unsigned char>(p.literal_suffix[p.literal_suffix.size() - n + i]);
+    p.end_word |= uint64_t{byte} << (8 * (8 - n + i));
+  }
+  p.end_mask = n == 0 ? 0 : ~uint64_t{0} << (8 * (8 - n));
+  return p;
 }
 
-}  // namespace
+bool PatternSet::ends_with_long_suffix(std::string_view text, const Pattern& p) {
+  const std::string_view suffix = p.literal_suffix;
+  if (text.size() >= 8) {
+    uint64_t last;
+    std::memcpy(&last, text.data() + text.size() - 8, 8);
+    if ((last & p.end_mask) != p.end_word) return false;
+  }
+  return std::memcmp(text.data() + text.size() - suffix.size(), suffix.data(), suffix.size()) == 0;
+}
 
 std::string PatternSet::compile(std::string_view spec) {
   patterns_.clear();
@@ -227,7 +250,7 @@ std::string PatternSet::compile(std::string_view spec) {
     std::string error = validate_glob(pattern);
     if (!error.empty()) return error;
     bool full = pattern.find('/') != std::string_view::npos;
-    patterns_.push_back(Pattern{std::string(pattern), literal_suffix(pattern), full});
+    patterns_.push_back(make_pattern(std::string(pattern), full));
     Pattern& added = patterns_.back();
     added.star_then_suffix = pattern.size() == added.literal_suffix.size() + 1 && pattern[0] == '*' &&
                              added.literal_suffix.find('/') == std::string::npos;
@@ -255,7 +278,7 @@ size_t PatternSet::add_physical_aliases(PhysicalName physical) {
     bool known = false;
     for (const Pattern& p : patterns_) known = known || p.text == alias;
     if (known) continue;
-    patterns_.push_back(Pattern{alias, literal_suffix(alias), true});
+    patterns_.push_back(make_pattern(alias, true));
     ++added;
   }
   return added;
@@ -264,22 +287,13 @@ size_t PatternSet::add_physical_aliases(PhysicalName physical) {
 bool PatternSet::matches(std::string_view full_path, std::string_view file_name) const {
   for (const Pattern& p : patterns_) {
     std::string_view text = p.full_path ? full_path : file_name;
-    if (!ends_with(text, p.literal_suffix)) continue;
+    if (!ends_with_suffix(text, p)) continue;
     if (p.star_then_suffix) {  // "*.ext": compiled once into a suffix test ('*' does not cross '/')
       if (text.substr(0, text.size() - p.literal_suffix.size()).find('/') == std::string_view::npos)
         return true;
       continue;
     }
     if (glob_match(p.text, text)) return true;
-  }
-  return false;
-}
-
-bool PatternSet::could_match(std::string_view path) const {
-  // Normalization may change how a path ends only when it ends with "/" or ".".
-  if (path.empty() || path.back() == '/' || path.back() == '.') return true;
-  for (const Pattern& p : patterns_) {
-    if (ends_with(path, p.literal_suffix)) return true;
   }
   return false;
 }

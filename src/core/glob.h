@@ -4,6 +4,8 @@
 // matches "/a/b").
 #pragma once
 
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,18 +39,40 @@ class PatternSet {
   bool matches(std::string_view full_path, std::string_view file_name) const;
   // False when no pattern can match a path ending like `path` (as given to open, before normalization):
   // each pattern's literal suffix must end it. Rejects most paths with one comparison per pattern.
-  bool could_match(std::string_view path) const;
+  bool could_match(std::string_view path) const {
+    // Normalization may change how a path ends only when it ends with "/" or ".".
+    if (path.empty() || path.back() == '/' || path.back() == '.') return true;
+    for (const Pattern& p : patterns_) {
+      if (ends_with_suffix(path, p)) return true;
+    }
+    return false;
+  }
   size_t size() const { return patterns_.size(); }
 
  private:
   struct Pattern {
     std::string text;
     std::string literal_suffix;  // what a match must end with ("*.safetensors" -> ".safetensors")
-    bool full_path;
+    // Its last 8 bytes (or fewer) as one little-endian word, at the high end, and their mask: most names
+    // are told apart from the suffix by one load and one comparison (issue 27).
+    uint64_t end_word = 0;
+    uint64_t end_mask = 0;
+    bool full_path = false;
     bool star_then_suffix = false;  // "*" and its literal suffix only: matched by the suffix test alone
   };
   std::vector<Pattern> patterns_;
   bool has_full_path_patterns_ = false;
+  static Pattern make_pattern(std::string text, bool full_path);
+  static bool ends_with_suffix(std::string_view text, const Pattern& p) {
+    const size_t n = p.literal_suffix.size();
+    if (text.size() < n) return false;
+    if (text.size() < 8) return ends_with_long_suffix(text, p);
+    uint64_t last;  // the text's last 8 bytes, little-endian
+    std::memcpy(&last, text.data() + text.size() - 8, 8);
+    if ((last & p.end_mask) != p.end_word) return false;
+    return n <= 8 || ends_with_long_suffix(text, p);
+  }
+  static bool ends_with_long_suffix(std::string_view text, const Pattern& p);
 };
 
 std::string_view file_name_of(std::string_view path);

@@ -238,6 +238,18 @@ void MountTable::load(std::string_view mountinfo, const MountSelection& selectio
   for (const Mount& mount : mounts_) devices_.push_back(mount.entry.device);
   std::sort(devices_.begin(), devices_.end());
   append_only_scope_.clear();
+  append_only_points_.clear();
+  std::fill(std::begin(second_chars_), std::end(second_chars_), false);
+  for (const Mount& mount : mounts_) {
+    if (!mount.append_only) continue;
+    const std::string& point = mount.entry.mount_point;
+    append_only_points_.push_back(point);
+    if (point.size() > 1) {
+      second_chars_[static_cast<unsigned char>(point[1])] = true;
+    } else {
+      std::fill(std::begin(second_chars_), std::end(second_chars_), true);
+    }
+  }
   write_once_scope_.clear();
   no_rename_scope_.clear();
   auto under = [this](std::string_view mount_point, auto&& of_kind) {
@@ -273,6 +285,13 @@ const MountEntry* MountTable::append_only_mount_of(std::string_view path) const 
   if (append_only_count_ == 0) return nullptr;
   const Mount* best = longest_prefix(append_only_scope_, path);
   return best && best->append_only ? &best->entry : nullptr;
+}
+
+bool MountTable::under_append_only_point(const SplitPath& path) const {
+  for (const std::string& point : append_only_points_) {
+    if (split_path_under(path, point)) return true;
+  }
+  return false;
 }
 
 bool MountTable::knows_device(dev_t device) const {

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/path.h"
 #include "core/rclone_cmdline.h"
 
 namespace appendguard {
@@ -90,6 +91,14 @@ class MountTable {
   // The append-only mount holding the absolute, normalized `path` (the longest mount point that is a
   // prefix of it, as the kernel resolves it without symbolic links), or null.
   const MountEntry* append_only_mount_of(std::string_view path) const;
+  // False when no append-only mount point is `path` or one of its directories, so that
+  // append_only_mount_of of the joined path is null: compared without joining it (issue 27: every write
+  // open of an unmatched name asks, on a machine with a store mounted). True: look it up.
+  bool may_be_on_append_only_mount(const SplitPath& path) const {
+    // Most paths differ from every append-only mount point in their first character after '/'.
+    if (!second_chars_[static_cast<unsigned char>(split_path_at(path, 1))]) return false;
+    return under_append_only_point(path);
+  }
   // Whether some mount has this device (a file on a device the table does not know is on a mount made
   // after the table was read).
   bool knows_device(dev_t device) const;
@@ -97,6 +106,8 @@ class MountTable {
   const MountEntry* mount_entry_of(std::string_view path) const;
   // The kind of the mount holding `path` (any mount: a file guarded by name may be on any of them).
   StoreKind store_kind_of(std::string_view path) const;
+  // Whether any mount is write-once (else store_kind_of is kAppends for every path).
+  bool any_write_once() const { return !write_once_scope_.empty(); }
   // Whether the mount holding `path` renames (true off every known store without rename).
   bool renames_at(std::string_view path) const;
 
@@ -115,6 +126,9 @@ class MountTable {
   std::vector<dev_t> devices_;  // every mount's, sorted: knows_device is a binary search (twice per open)
   // Indices into mounts_ (a copied table stays right).
   std::vector<size_t> append_only_scope_;
+  std::vector<std::string> append_only_points_;  // the append-only mounts' points
+  bool second_chars_[256] = {};                  // theirs (every one for a mount on "/")
+  bool under_append_only_point(const SplitPath& path) const;
   std::vector<size_t> write_once_scope_;
   std::vector<size_t> no_rename_scope_;
   const Mount* longest_prefix(const std::vector<size_t>& scope, std::string_view path) const;

@@ -2,6 +2,10 @@
 
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace appendguard {
 namespace {
 
@@ -51,11 +55,44 @@ bool already_normal(std::string_view path) {
 
 }  // namespace
 
+bool has_slash_before_slash_or_dot(const char* p, size_t n) {
+  if (n < 2) return false;
+#if defined(__SSE2__)
+  const __m128i slash = _mm_set1_epi8('/');
+  const __m128i dot = _mm_set1_epi8('.');
+  // The 16 pairs (at[i], at[i + 1]): reads at[0..16].
+  auto window = [&](const char* at) {
+    __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at));
+    __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at + 1));
+    __m128i next = _mm_or_si128(_mm_cmpeq_epi8(b, slash), _mm_cmpeq_epi8(b, dot));
+    return _mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(a, slash), next)) != 0;
+  };
+  if (n < 17) {
+    char padded[32] = {};  // the pair (p[n - 1], 0) never matches
+    std::memcpy(padded, p, n);
+    return window(padded);
+  }
+  size_t i = 0;
+  for (; i + 17 <= n; i += 16) {
+    if (window(p + i)) return true;
+  }
+  return i + 1 < n && window(p + n - 17);  // the last pairs, overlapping the previous window
+#else
+  for (size_t i = 0; i + 1 < n; ++i) {
+    if (p[i] == '/' && (p[i + 1] == '/' || p[i + 1] == '.')) return true;
+  }
+  return false;
+#endif
+}
+
 size_t normalize_path(std::string_view base_dir, std::string_view path, char* out, size_t capacity) {
   if (capacity < 2) return 0;
   bool absolute = !path.empty() && path[0] == '/';
   if (!absolute && (base_dir.empty() || base_dir[0] != '/')) return 0;
-  if (absolute && already_normal(path)) {
+  // The vector test first (issue 27), the walk from slash to slash for what it cannot tell.
+  const bool plain = absolute && path.size() > 1 && path.back() != '/' &&
+                     !has_slash_before_slash_or_dot(path.data(), path.size());
+  if (absolute && (plain || already_normal(path))) {
     if (path.size() + 1 > capacity) return 0;
     std::memcpy(out, path.data(), path.size());
     out[path.size()] = '\0';
@@ -63,7 +100,9 @@ size_t normalize_path(std::string_view base_dir, std::string_view path, char* ou
   }
   size_t len = 0;
   out[len++] = '/';
-  if (!absolute && base_dir.size() > 1 && already_normal(base_dir)) {  // a working directory is
+  if (!absolute && base_dir.size() > 1 &&
+      ((base_dir.back() != '/' && !has_slash_before_slash_or_dot(base_dir.data(), base_dir.size())) ||
+       already_normal(base_dir))) {  // a working directory is
     if (base_dir.size() + 1 > capacity) return 0;
     std::memcpy(out, base_dir.data(), base_dir.size());
     len = base_dir.size();

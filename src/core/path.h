@@ -11,4 +11,65 @@ namespace appendguard {
 // when it does not fit in `capacity` or when a relative path comes without an absolute base.
 size_t normalize_path(std::string_view base_dir, std::string_view path, char* out, size_t capacity);
 
+// A path that normalize_path would leave as it is, without copying it (issue 27: a write open of an
+// unmatched name decides "on no append-only mount" without making its path): an absolute `path` (`head`,
+// `tail` empty), or a relative one against an absolute `base` (the path is `head` + "/" + `tail`, or "/" +
+// `tail` when `head` is "/").
+struct SplitPath {
+  std::string_view head;
+  std::string_view tail;
+};
+
+// Whether some '/' of p[0..n) is followed by '/' or '.' (the only ways a path that does not end with '/'
+// can be changed by normalization; ".hidden" is one too, conservatively). Never reads outside p[0..n).
+bool has_slash_before_slash_or_dot(const char* p, size_t n);
+
+// Fills `out` and returns true when normalize_path(base, path) is exactly the split path; false when it
+// may differ (an empty, "." or ".." component, a trailing '/', a component starting with '.': then call
+// normalize_path) or when a relative path comes without an absolute base. Reads each byte once, 16 at a
+// time.
+inline bool split_normal_path(std::string_view base, std::string_view path, SplitPath& out) {
+  auto plainly_normal_absolute = [](std::string_view s) {
+    if (s.empty() || s[0] != '/') return false;
+    return s.size() == 1 || (s.back() != '/' && !has_slash_before_slash_or_dot(s.data(), s.size()));
+  };
+  if (path.empty()) return false;
+  if (path[0] == '/') {
+    if (!plainly_normal_absolute(path)) return false;
+    out = {path, {}};
+    return true;
+  }
+  if (path[0] == '.' || path.back() == '/' || has_slash_before_slash_or_dot(path.data(), path.size()) ||
+      !plainly_normal_absolute(base)) {
+    return false;
+  }
+  out = {base, path};
+  return true;
+}
+
+// Whether `prefix` (absolute and normal, as a mount point) is `path` or one of its directories, as
+// mount lookups test it on the joined path.
+inline bool split_path_under(const SplitPath& path, std::string_view prefix) {
+  auto is_path_prefix = [](std::string_view p, std::string_view of) {
+    return of.starts_with(p) && (of.size() == p.size() || of[p.size()] == '/');
+  };
+  if (prefix.size() == 1) return prefix[0] == '/';
+  if (path.tail.empty()) return is_path_prefix(prefix, path.head);
+  // The path is h + "/" + tail.
+  const std::string_view h = path.head.size() == 1 ? std::string_view{} : path.head;
+  if (prefix.size() <= h.size()) return is_path_prefix(prefix, h);
+  if (!prefix.starts_with(h) || prefix[h.size()] != '/') return false;
+  return is_path_prefix(prefix.substr(h.size() + 1), path.tail);
+}
+
+// The joined path's character at `i` (the first bytes: mount points and /proc names are told apart by
+// them without a comparison), or '\0' past its end.
+inline char split_path_at(const SplitPath& path, size_t i) {
+  if (path.tail.empty() || (path.head.size() > 1 && i < path.head.size()))
+    return i < path.head.size() ? path.head[i] : '\0';
+  const size_t h = path.head.size() == 1 ? 0 : path.head.size();  // then '/' at h, the tail after it
+  if (i == h) return '/';
+  return i - h - 1 < path.tail.size() ? path.tail[i - h - 1] : '\0';
+}
+
 }  // namespace appendguard

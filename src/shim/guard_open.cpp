@@ -132,6 +132,8 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
   decision.reuse_fd = -1;
   decision.reuse_end = 0;
   decision.flags = request.flags;
+  decision.refreshed = false;
+  decision.hold_decided = false;
   if (!request.path || InternalScope::active()) return;
   Mode mode = current_mode();
   if (mode == Mode::kOff) return;
@@ -139,12 +141,11 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
   if (!writes && __builtin_expect(any_held_sessions(), 0))
     commit_held_before_read(request.dirfd, request.path);
   if (!writes && !g_config->trace) return;
-  decision.by_name = matched_by_name(request.dirfd, request.path, decision.path);
+  const size_t length = std::strlen(request.path);
+  decision.by_name = matched_by_name(request.dirfd, request.path, length, decision.path);
   if (!decision.by_name && !(writes && opens_a_tracked_file(request.dirfd, request.path, decision.path))) {
     // Not by name: a write open on an append-only mount is guarded all the same.
-    if (!writes || !any_append_only_mount()) return;
-    if (!resolve_full_path(request.dirfd, request.path, decision.path)) return;
-    if (!append_only_mount_of(decision.path)) return;
+    if (!writes || !on_append_only_mount(request.dirfd, request.path, length, decision.path)) return;
   }
   if (!writes) {
     decision.trace_only = true;
@@ -155,7 +156,8 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
   struct stat64 st;
   const bool exists = fstatat64(request.dirfd, request.path, &st, 0) == 0;
   if (exists && !S_ISREG(st.st_mode)) return;
-  if (open_in_child_sharing_memory(request.function, decision.path)) return;  // left as asked
+  if (!owns_file_table() && open_in_child_sharing_memory(request.function, decision.path))
+    return;  // left as asked
   decision.guarded = true;
   decision.exists = exists;
   if (mode == Mode::kEnforce) {
@@ -166,8 +168,14 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
       decision.flags = held.effective_flags;
       return;
     }
-    if (exists) refresh_mounts_for(st.st_dev);  // a store mounted after start-up
+    if (exists) {
+      refresh_mounts_for(st.st_dev);  // a store mounted after start-up
+      decision.refreshed = true;
+      decision.refreshed_device = st.st_dev;
+    }
+    decision.hold_table = g_all_mounts.load(std::memory_order_acquire);  // before: a change is seen
     decision.hold = hold_mode_for(decision.path);
+    decision.hold_decided = true;
     decision.flags = rewrite_open_flags(request.flags);
     // A new file on a store without rename: the spool (shim/spool.h).
     decision.spool = spools(request, decision, exists);
@@ -243,8 +251,10 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
   record.readable_by_program = (request.flags & O_ACCMODE) == O_RDWR;
   // A new file's store is known only now (its device): decide_open could not refresh the mounts for it.
   if (g_config->mode == Mode::kEnforce && decision.reuse_fd < 0 && !decision.hold) {
-    refresh_mounts_for(st.st_dev);
-    decision_hold_after_open = hold_mode_for(decision.path);
+    if (!decision.refreshed || decision.refreshed_device != st.st_dev) refresh_mounts_for(st.st_dev);
+    // Decided already, unless the table changed since (this open's new device, or another thread's).
+    if (!decision.hold_decided || g_all_mounts.load(std::memory_order_acquire) != decision.hold_table)
+      decision_hold_after_open = hold_mode_for(decision.path);
   }
   // Held only where a reopen is expected: a file guarded by name (PyTorch's consolidation reopens its
   // *.safetensors), or everywhere under APPENDGUARD_REOPEN=hold. Another file guarded by its mount is

@@ -43,6 +43,12 @@ struct OpenDecision {
   uint64_t reuse_end = 0;         // and the bytes written in it
   uint64_t written_back = 0;      // rewrite: the existing bytes read and written back after truncating
   int flags = 0;                  // what to pass to the real call
+  // What decide_open did already, which finish_open need not do again (issue 27): the mounts read again
+  // for this device, and `hold` decided with this table.
+  bool refreshed = false;
+  dev_t refreshed_device = 0;
+  bool hold_decided = false;
+  const void* hold_table = nullptr;
   // Absolute, normalized: a per-thread buffer, not on the stack (shim/path_scratch.h); null if no memory
   // could be mapped.
   PathBuffer path_buffer;

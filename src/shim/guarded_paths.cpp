@@ -1,12 +1,14 @@
 #include "shim/guarded_paths.h"
 
 #include <fcntl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
 #include <string_view>
 
+#include "core/mount_table.h"
 #include "core/path.h"
 #include "report/report.h"
 #include "shim/mount_guard.h"
@@ -89,8 +91,9 @@ bool resolve_full_path(int dirfd, const char* path, char* out) {
     if (!base || !base_directory(dirfd, base, kMaxPath)) return false;
     if (normalize_path(base, path, out, kMaxPath) == 0) return false;
   }
-  // /proc/self/fd/N: the file it reopens.
-  if (__builtin_expect(out[1] == 'p' || out[1] == 'd', 0) && names_a_descriptor(out)) {
+  // /proc/self/fd/N: the file it reopens (the prefixes first: /dev/shm is common).
+  if (__builtin_expect(std::memcmp(out, "/proc/", 6) == 0 || std::memcmp(out, "/dev/fd/", 8) == 0, 0) &&
+      names_a_descriptor(out)) {
     PathLease lease(1);
     char* target = lease.get();
     if (target && descriptor_target(out, target)) std::memcpy(out, target, std::strlen(target) + 1);
@@ -137,11 +140,17 @@ bool physical_path_of(const char* full_path, char* out, char* scratch) {
 
 }  // namespace
 
-bool matched_by_name(int dirfd, const char* path, char* full_path) {
+bool matched_by_name_slowly(int dirfd, const char* path, size_t length, char* full_path) {
   const PatternSet& patterns = g_config->paths;
+  const std::string_view given(path, length);
   // A descriptor's /proc name ends with a number: its target is what a pattern may match.
-  const bool proc_name = (path[0] == '/' && (path[1] == 'p' || path[1] == 'd')) && names_a_descriptor(path);
-  if (!proc_name && !patterns.could_match(path)) return false;
+  bool proc_name = false;
+  if (!patterns.could_match(given)) {
+    if (given.empty() || given.back() < '0' || given.back() > '9' || !names_a_descriptor(given)) return false;
+    proc_name = true;
+  } else {
+    proc_name = (given.starts_with("/proc/") || given.starts_with("/dev/fd/")) && names_a_descriptor(given);
+  }
   if (!full_path) {
     notice_unresolvable_path(dirfd, path, true);
     return false;
@@ -170,6 +179,62 @@ bool matched_by_name(int dirfd, const char* path, char* full_path) {
   return true;
 }
 
+namespace {
+
+// Whether the split path may be a descriptor's /proc name (resolve_full_path reads its link): under /proc
+// or /dev/fd.
+bool may_name_a_descriptor(const SplitPath& split) {
+  const std::string_view head = split.head;
+  if (split.tail.empty()) return head.starts_with("/proc/") || head.starts_with("/dev/fd/");
+  // Relative: from a working directory in /proc, /dev/fd or /dev itself, or from "/".
+  if (head.size() == 1) return split.tail.starts_with("proc") || split.tail.starts_with("dev");
+  return head.starts_with("/proc") || head.starts_with("/dev/fd") || head == "/dev";
+}
+
+// True when the path is told to be on no append-only mount without being made.
+bool surely_outside(const MountTable& table, const SplitPath& split) {
+  return !may_name_a_descriptor(split) && !table.may_be_on_append_only_mount(split);
+}
+
+[[gnu::noinline]] bool on_append_only_mount_slowly(int dirfd, const char* path, char* full_path,
+                                                   const MountTable& table) {
+  return resolve_full_path(dirfd, path, full_path) && table.append_only_mount_of(full_path);
+}
+
+// A relative path: the base directory's name is needed (getcwd, or the dirfd's link), not the joined path.
+[[gnu::noinline]] bool relative_surely_outside(const MountTable& table, int dirfd, std::string_view path) {
+  PathLease lease(1);
+  char* base = lease.get();
+  if (!base) return false;
+  size_t length = 0;
+  if (dirfd == AT_FDCWD) {
+    // The system call itself: its length, without libc's checks and a strlen (an unreachable directory's
+    // name does not start with '/', and is not split).
+    const long n = real_syscall(SYS_getcwd, base, kMaxPath);
+    if (n <= 1) return false;
+    length = static_cast<size_t>(n) - 1;
+  } else {
+    if (!descriptor_path(dirfd, base, kMaxPath)) return false;
+    length = std::strlen(base);
+  }
+  SplitPath split;
+  return split_normal_path({base, length}, path, split) && surely_outside(table, split);
+}
+
+}  // namespace
+
+bool on_append_only_mount(int dirfd, const char* path, size_t length, char* full_path) {
+  const MountTable* table = g_mount_table.load(std::memory_order_acquire);
+  if (!table) return false;
+  if (path[0] == '/') {
+    SplitPath split;
+    if (split_normal_path({}, {path, length}, split) && surely_outside(*table, split)) return false;
+  } else if (relative_surely_outside(*table, dirfd, {path, length})) {
+    return false;
+  }
+  return on_append_only_mount_slowly(dirfd, path, full_path, *table);
+}
+
 bool guards_full_path(const char* full_path) {
   return g_config->paths.matches(full_path, file_name_of(full_path)) || append_only_mount_of(full_path);
 }
@@ -181,8 +246,7 @@ bool guarded_path(const char* path, char* full_path) {
 bool guarded_path_at(int dirfd, const char* path, char* full_path) {
   if (!path || InternalScope::active() || current_mode() == Mode::kOff) return false;
   if (matched_by_name(dirfd, path, full_path)) return full_path[0] == '/';  // else: not resolvable
-  return any_append_only_mount() && resolve_full_path(dirfd, path, full_path) &&
-         append_only_mount_of(full_path);
+  return on_append_only_mount(dirfd, path, full_path);
 }
 
 }  // namespace appendguard

@@ -4,6 +4,8 @@
 
 #include <cstddef>
 
+#include "shim/runtime.h"
+
 namespace appendguard {
 
 // `path` made absolute against `dirfd` (AT_FDCWD: the working directory) and normalized, into `out`
@@ -15,7 +17,25 @@ bool descriptor_path(int fd, char* out, size_t capacity);
 // APPENDGUARD_PATHS: fills `full_path` (absolute and normalized where it can be resolved) when it matches.
 // A pattern with '/' matches the path as given (made absolute) or the same path with the symlinks of its
 // directory resolved, so that a file is guarded however it is named (absolute, relative, openat).
-bool matched_by_name(int dirfd, const char* path, char* full_path);
+// `length`: strlen(path), when the caller has it. Most names are told by the patterns' literal suffixes
+// here, inline; a name ending like a pattern, or with a digit (a descriptor's /proc name), goes on.
+bool matched_by_name_slowly(int dirfd, const char* path, size_t length, char* full_path);
+inline bool matched_by_name(int dirfd, const char* path, size_t length, char* full_path) {
+  const char last = length ? path[length - 1] : '\0';
+  if ((last < '0' || last > '9') && !g_config->paths.could_match({path, length})) return false;
+  return matched_by_name_slowly(dirfd, path, length, full_path);
+}
+inline bool matched_by_name(int dirfd, const char* path, char* full_path) {
+  return matched_by_name(dirfd, path, __builtin_strlen(path), full_path);
+}
+// Whether a write open of `path` (against `dirfd`) is on an append-only mount: then `full_path` (kMaxPath
+// bytes) receives its absolute, normalized path. A path already normal is compared with the few
+// append-only mount points as given (a relative one with the working directory's name), without being
+// made (issue 27); any other is resolved and looked up.
+bool on_append_only_mount(int dirfd, const char* path, size_t length, char* full_path);
+inline bool on_append_only_mount(int dirfd, const char* path, char* full_path) {
+  return on_append_only_mount(dirfd, path, __builtin_strlen(path), full_path);
+}
 // An absolute, normalized path guarded by name or by its mount.
 bool guards_full_path(const char* full_path);
 // truncate(path) and the like on a guarded path: `full_path` (kMaxPath bytes) receives it.

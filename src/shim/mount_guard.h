@@ -35,7 +35,7 @@ inline const MountEntry* append_only_mount_of(const char* full_path) {
 // The kind of store holding `full_path` (absolute, normalized); kAppends when no mount is known.
 inline StoreKind store_kind_of(const char* full_path) {
   const MountTable* table = g_all_mounts.load(std::memory_order_acquire);
-  return table ? table->store_kind_of(full_path) : StoreKind::kAppends;
+  return table && table->any_write_once() ? table->store_kind_of(full_path) : StoreKind::kAppends;
 }
 inline bool any_append_only_mount() {
   return g_mount_table.load(std::memory_order_relaxed) != nullptr;

@@ -7,12 +7,14 @@
 #include <atomic>
 
 namespace appendguard {
+
+__attribute__((tls_model("initial-exec"))) constinit thread_local char* t_path_buffers = nullptr;
+__attribute__((tls_model("initial-exec"))) constinit thread_local size_t t_path_slots_used = 0;
+
 namespace {
 
 constexpr size_t kMappingBytes = kPathSlots * kMaxPath;
 
-__attribute__((tls_model("initial-exec"))) constinit thread_local char* t_buffers = nullptr;
-__attribute__((tls_model("initial-exec"))) constinit thread_local size_t t_used = 0;
 pthread_key_t g_key;
 bool g_key_made = false;
 int (*g_setspecific)(pthread_key_t, const void*) = nullptr;
@@ -23,22 +25,22 @@ char* map_buffers(size_t bytes) {
 }
 
 void thread_exits(void* p) {
-  if (p == t_buffers) t_buffers = nullptr;
+  if (p == t_path_buffers) t_path_buffers = nullptr;
   if (p) munmap(p, kMappingBytes);
 }
 
 // This thread's buffers, mapped at the first call. A signal handler that maps them while this call was
 // mapping them wins: ours is given back.
 char* thread_buffers() {
-  if (__builtin_expect(t_buffers != nullptr, 1)) return t_buffers;
+  if (__builtin_expect(t_path_buffers != nullptr, 1)) return t_path_buffers;
   char* mapped = map_buffers(kMappingBytes);
   if (!mapped) return nullptr;
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  if (t_buffers) {
+  if (t_path_buffers) {
     munmap(mapped, kMappingBytes);
-    return t_buffers;
+    return t_path_buffers;
   }
-  t_buffers = mapped;
+  t_path_buffers = mapped;
   if (g_key_made) g_setspecific(g_key, mapped);
   return mapped;
 }
@@ -54,16 +56,15 @@ void init_path_scratch() {
 }
 
 // Leases are strictly nested (a signal handler's ends before the code it interrupted resumes), so the
-// slots in use are a stack: t_used is read and written back by the same lease, and a handler that ran in
-// between has restored it.
-PathLease::PathLease(size_t count) : count_(count) {
-  const size_t used = t_used;
-  std::atomic_signal_fence(std::memory_order_seq_cst);
+// slots in use are a stack: t_path_slots_used is read and written back by the same lease, and a handler that
+// ran in between has restored it. The thread's first lease (its buffers mapped), or one nested deeper than
+// the slots.
+void PathLease::lease_slowly(size_t used, size_t count) {
   if (used + count <= kPathSlots) {
     char* buffers = thread_buffers();
     if (!buffers) return;
     base_ = buffers + used * kMaxPath;
-    t_used = used + count;
+    t_path_slots_used = used + count;
     std::atomic_signal_fence(std::memory_order_seq_cst);
     return;
   }
@@ -71,13 +72,8 @@ PathLease::PathLease(size_t count) : count_(count) {
   owned_ = base_ != nullptr;
 }
 
-PathLease::~PathLease() {
-  if (owned_) {
-    munmap(base_, count_ * kMaxPath);
-  } else if (base_) {
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    t_used -= count_;
-  }
+void PathLease::unmap_owned() {
+  munmap(base_, count_ * kMaxPath);
 }
 
 }  // namespace appendguard

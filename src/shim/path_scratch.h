@@ -6,13 +6,21 @@
 // When no memory can be mapped the lease is empty (get() is null): callers treat the path as unresolvable.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 
 #include "core/file_table.h"
+#include "core/hidden.h"
 
 namespace appendguard {
 
 constexpr size_t kPathSlots = 8;  // of kMaxPath bytes each: 32 KiB of address space per writing thread
+
+// This thread's buffers (null until its first lease) and how many slots its live leases hold.
+extern APPENDGUARD_HIDDEN
+    __attribute__((tls_model("initial-exec"))) constinit thread_local char* t_path_buffers;
+extern APPENDGUARD_HIDDEN
+    __attribute__((tls_model("initial-exec"))) constinit thread_local size_t t_path_slots_used;
 
 // Creates the key whose destructor unmaps a thread's buffers. Call once, outside signal handlers.
 void init_path_scratch();
@@ -20,8 +28,26 @@ void init_path_scratch();
 class PathLease {
  public:
   // `count` consecutive buffers of kMaxPath bytes (count <= kPathSlots).
-  explicit PathLease(size_t count);
-  ~PathLease();
+  explicit PathLease(size_t count) : count_(count) {
+    const size_t used = t_path_slots_used;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    char* const mapped = t_path_buffers;
+    if (__builtin_expect(mapped != nullptr && used + count <= kPathSlots, 1)) {  // inline (issue 27)
+      base_ = mapped + used * kMaxPath;
+      t_path_slots_used = used + count;
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+      return;
+    }
+    lease_slowly(used, count);
+  }
+  ~PathLease() {
+    if (__builtin_expect(owned_, 0)) {
+      unmap_owned();
+    } else if (base_) {
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+      t_path_slots_used -= count_;
+    }
+  }
   PathLease(const PathLease&) = delete;
   PathLease& operator=(const PathLease&) = delete;
   // The i-th buffer of the lease (i < count), or null if memory was exhausted.
@@ -31,6 +57,8 @@ class PathLease {
   char* base_ = nullptr;
   size_t count_ = 0;
   bool owned_ = false;  // a mapping of its own, unmapped at the end
+  [[gnu::noinline]] void lease_slowly(size_t used, size_t count);
+  [[gnu::noinline]] void unmap_owned();
 };
 
 // One path buffer, for OpenDecision::path.

@@ -2,6 +2,7 @@
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 import unittest
 
@@ -187,6 +188,38 @@ class RobustnessTest(TempDirTest):
                 # The control: without the library the byte lands at 0.
                 proc = run([program("path_forms"), "procfd", path], preload=False)
                 self.assertEqual(results(proc.stdout)["pwrite"], "1 errno=0")
+
+    def test_every_path_form_onto_a_mount_guarded_whole_is_guarded(self):
+        # Issue 27: an unmatched write open decides "on no append-only mount" from the path as given when
+        # normalization would leave it as it is; every other form is resolved first. /dev/shm (its own
+        # mount) is guarded whole here by APPENDGUARD_FS; the names match no pattern.
+        if not os.path.ismount("/dev/shm") or not os.access("/dev/shm", os.W_OK):
+            self.skipTest("/dev/shm is not a writable mount point here")
+        shm = tempfile.mkdtemp(prefix="appendguard-test-", dir="/dev/shm")
+        self.addCleanup(shutil.rmtree, shm, True)
+        base = os.path.basename(shm)
+        variables = {"APPENDGUARD_FS": "/dev/shm", "APPENDGUARD_PATHS": "*.none"}
+        cases = [("absolute", f"{shm}/f.bin"), ("absolute", f"/usr/../dev/shm/{base}/f.bin"),
+                 ("absolute", f"/dev//shm/{base}/f.bin"), ("absolute", f"/dev/./shm/{base}/./f.bin"),
+                 ("absolute", f"/dev/shm/{base}/../{base}/f.bin"), ("relative", shm, "f.bin"),
+                 ("relative", shm, f"../{base}/f.bin"), ("relative", "/", f"dev/shm/{base}/f.bin"),
+                 ("relative", "/dev", f"shm/{base}/f.bin"), ("relative", "/usr", f"../dev/shm/{base}/f.bin"),
+                 ("relative", "/usr", f"..//dev/shm/{base}/f.bin"), ("openat", shm, "f.bin"),
+                 ("openat", "/dev", f"shm/{base}/f.bin"), ("openat", "/usr", f"../dev/shm/{base}/f.bin")]
+        for case in cases:
+            with self.subTest(case=case):
+                with open(f"{shm}/f.bin", "wb") as f:
+                    f.write(b"0123456789")
+                self.assertEqual(self.path_forms(*case, **variables), "-1 errno=95")
+                self.assertEqual(read_bytes(f"{shm}/f.bin"), b"0123456789")
+        # The control: a file off that mount is not guarded (the byte lands at 0).
+        outside = self.path("f.bin")
+        for case in [("absolute", outside), ("relative", self.dir, "f.bin"),
+                     ("absolute", f"/dev/shm/../..{outside}")]:
+            with self.subTest(case=case):
+                with open(outside, "wb") as f:
+                    f.write(b"0123456789")
+                self.assertEqual(self.path_forms(*case, **variables), "1 errno=0")
 
     def test_a_small_address_space_limit_still_loads_and_guards(self):
         # Issue 24, item 14: two tables of 2^20 descriptor slots (16 MiB of .bss) kept the library from

@@ -163,3 +163,26 @@ TEST_CASE("a '*.ext' pattern is compiled into a suffix test that matches as the 
     }
   }
 }
+
+TEST_CASE("the literal suffix test by words says what a comparison of the ending says") {
+  // Issue 27: the last 8 bytes of the suffix are compared as one word. Suffixes of every length from 0 to
+  // 12, names shorter and longer than 8 bytes, differing at each end.
+  const std::string suffixes[] = {"",   "n",     ".bin",    ".safetens", "x.safetensors", "ab.cdefgh",
+                                  "bc", "12345", "1234567", "12345678",  "123456789"};
+  const std::string names[] = {"",           "n",        "x.bin",       "a.safetensors", "ab.safetensors",
+                               "abcdefgh",   "12345678", "0123456789",  "123456789",     "x12345678",
+                               "model.bin2", "b.cdefgh", "zab.cdefgh",  "a/ab.cdefgh",   "7",
+                               "1234567",    "x1234567", "safetensors", ".safetensors",  "x.safetensorz"};
+  for (const std::string& suffix : suffixes) {
+    PatternSet set;
+    REQUIRE(set.compile("*" + suffix).empty());
+    for (const std::string& name : names) {
+      CAPTURE(suffix, name);
+      const bool ends = name.size() >= suffix.size() &&
+                        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+      CHECK(set.could_match(name) == (ends || name.empty()));
+      // '*' does not cross '/'.
+      CHECK(set.matches({}, name) == (ends && name.find('/') >= name.size() - suffix.size()));
+    }
+  }
+}

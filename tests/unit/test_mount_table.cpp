@@ -2,6 +2,7 @@
 
 #include <sys/sysmacros.h>
 
+#include <random>
 #include <string>
 
 #include "core/mount_table.h"
@@ -194,6 +195,62 @@ TEST_CASE("the lookups of a kind of mount give what the longest prefix among all
       const MountEntry* append_only = t.append_only_mount_of(path);
       CHECK(append_only == (is_append_only_mount(*any, chosen) ? any : nullptr));
       CHECK(t.store_kind_of(path) == any->kind);
+    }
+  }
+}
+
+TEST_CASE("a path no append-only mount can hold is told without joining it") {
+  // Issue 27: may_be_on_append_only_mount(split path) false means append_only_mount_of(normalized path) is
+  // null, over nested mounts (an append-only one under a plain one and the reverse), mounted-over ones and
+  // one on "/".
+  const std::string nested = std::string(kMountinfo) +
+                             "60 42 0:60 / /mnt/rclone/local rw - tmpfs tmpfs rw\n"
+                             "61 60 0:61 / /mnt/rclone/local/s3 rw - fuse mountpoint-s3 rw\n"
+                             "62 22 0:62 / /mnt/aofs rw - tmpfs tmpfs rw\n"
+                             "63 22 0:63 / /mnt/aofs2 rw - fuse.appendonlyfs appendonlyfs:s3 rw\n"
+                             "64 22 0:64 / /srv/a rw - tmpfs tmpfs rw\n"
+                             "65 64 0:65 / /srv/a/b rw - fuse.appendonlyfs appendonlyfs:hdfs rw\n";
+  const std::string on_root =
+      "22 1 8:1 / / rw - fuse.appendonlyfs appendonlyfs:hdfs rw\n"
+      "23 22 0:2 / /tmp rw - tmpfs tmpfs rw\n";
+  static const char* const kParts[] = {"",        ".",      "..",    "mnt", "aofs", "aofs2",
+                                       "scratch", "rclone", "local", "s3",  "srv",  "a",
+                                       "b",       "x",      "tmp",   ".h",  "aofsx"};
+  std::mt19937 random(2027);
+  auto random_path = [&](bool absolute) {
+    std::string path = absolute ? "/" : "";
+    const size_t count = random() % 6;
+    for (size_t i = 0; i < count; ++i) {
+      if (i > 0) path += '/';
+      path += kParts[random() % (sizeof kParts / sizeof kParts[0])];
+    }
+    return path;
+  };
+  for (const std::string& mountinfo : {nested, on_root}) {
+    for (const char* fs : {"known", "fuse", "/srv", "none", "tmpfs"}) {
+      MountTable t;
+      t.load(mountinfo, selection(fs));
+      size_t told = 0;
+      size_t outside = 0;
+      for (int i = 0; i < 20000; ++i) {
+        const std::string base = random_path(true);
+        const std::string path = random_path(random() % 2 == 0);
+        char full[256];
+        const size_t n = normalize_path(base, path, full, sizeof full);
+        if (n == 0) continue;
+        CAPTURE(mountinfo, fs, base, path, full);
+        SplitPath split;
+        const bool on = t.append_only_mount_of(full) != nullptr;
+        if (!on) ++outside;
+        if (!split_normal_path(base, path, split) || t.may_be_on_append_only_mount(split)) continue;
+        ++told;
+        REQUIRE_FALSE(on);
+      }
+      CAPTURE(fs);
+      // Every path outside the append-only mounts that is split and not under one of their points is
+      // told (the test is not vacuous): on "/" none is.
+      if (mountinfo == nested && std::string(fs) != "fuse") CHECK(told > outside / 8);
+      if (mountinfo == on_root && std::string(fs) != "none" && std::string(fs) != "tmpfs") CHECK(told == 0);
     }
   }
 }
