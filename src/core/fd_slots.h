@@ -95,10 +95,11 @@ class FdSlots {
     if (!(word.load(std::memory_order_relaxed) & bit)) word.fetch_or(bit, std::memory_order_acq_rel);
   }
 
-  std::atomic<uint64_t> used_groups_[(kSlots / kGroup + 63) / 64] = {};
   std::atomic<T*> low_[kInline] = {};
   std::atomic<std::atomic<T*>*> chunks_[(kSlots - kInline) / kChunk] = {};
   std::atomic<T*> sink_{nullptr};
+  // After the slots: in front of them, it cost the hooks' lookups of low numbers an instruction.
+  std::atomic<uint64_t> used_groups_[(kSlots / kGroup + 63) / 64] = {};
 };
 
 }  // namespace appendguard
