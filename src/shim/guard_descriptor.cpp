@@ -44,9 +44,17 @@ int close_tracked(int fd) {
   path[0] = '\0';
   RefusedCall refused{path, 0, 0, false};
   int upload_error = 0;
-  if (Description* d = g_files.lookup(fd)) {
-    if ((d->starts_session || d->reused_session || d->site.written_back > 0) && hold_instead_of_close(fd, d))
+  // Pinned while it is read (FileTable::pin): another thread closing the same number at the same time
+  // may recycle it, and its memory may then read as zeros (core/page_pool.h); a recycled one is closed as
+  // an untracked number. Unpinned before it is forgotten, so that the forget recycles it at once.
+  Description* d = g_files.lookup(fd);
+  if (d && !g_files.pin(d)) d = nullptr;
+  if (d) {
+    if ((d->starts_session || d->reused_session || d->site.written_back > 0) &&
+        hold_instead_of_close(fd, d)) {
+      g_files.unpin(d);
       return 0;
+    }
     fill_reservation_before_close(fd, d);
     // A spooled file's last descriptor: its bytes go to the store now (shim/spool.h).
     if (any_spooled() && g_files.is_last_descriptor_of_file(fd) && upload_spooled_at_close(fd, d) != 0)
@@ -56,6 +64,7 @@ int close_tracked(int fd) {
     if ((traced || rewritten) && path != no_memory) std::snprintf(path, kMaxPath, "%s", d->path);
     refused = RefusedCall::of(d);
     refused.path = path;
+    g_files.unpin(d);
   }
   note_close(fd);
   int result = real_close(fd);
