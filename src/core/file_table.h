@@ -135,7 +135,8 @@ struct Description {
   OpenSite site;
   // Where a seek last left the end (SeekSite, about 1.7 KB): out of line, made at the first seek that
   // records one (issue 27: inline, it was most of the memory of every tracked file, though few
-  // descriptions ever seek away from the end); kept with the description when it is recycled, never freed.
+  // descriptions ever seek away from the end); unmapped when the description is recycled (only pinned
+  // calls read it).
   std::atomic<SeekSite*> seek_site_{nullptr};
   // The site to record into, made if there is none yet (with mmap: a seek may come from a signal
   // handler); null when memory runs out.
