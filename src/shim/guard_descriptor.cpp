@@ -21,11 +21,33 @@
 
 namespace appendguard {
 
+namespace {
+
+// A description found by lookup(), pinned while it is read outside a guarded call (FileTable::pin): a
+// close racing on another thread may recycle it, and its memory may then read as zeros
+// (core/page_pool.h). False (nothing to read) when it was recycled already.
+class Pinned {
+ public:
+  explicit Pinned(Description* d) : d_(d && g_files.pin(d) ? d : nullptr) {}
+  ~Pinned() {
+    if (d_) g_files.unpin(d_);
+  }
+  Pinned(const Pinned&) = delete;
+  Pinned& operator=(const Pinned&) = delete;
+  explicit operator bool() const { return d_ != nullptr; }
+
+ private:
+  Description* d_;
+};
+
+}  // namespace
+
 void note_duplicate(const char* operation, int old_fd, int new_fd) {
   if (new_fd < 0 || !owns_file_table()) return;
   Description* before = g_files.lookup(old_fd);
   g_files.alias(old_fd, new_fd);
-  if (tracing() && before) trace(operation, new_fd, before->path, new_fd, 0, "from fd=%d", old_fd);
+  if (!tracing() || !before) return;
+  if (Pinned pinned(before); pinned) trace(operation, new_fd, before->path, new_fd, 0, "from fd=%d", old_fd);
 }
 
 void note_close(int fd) {
@@ -92,9 +114,9 @@ void note_close_range(const char* operation, unsigned first, unsigned last) {
     int highest = g_files.highest_fd();
     unsigned end = highest < 0 ? 0 : std::min(last, static_cast<unsigned>(highest));
     for (unsigned fd = first; highest >= 0 && fd <= end; ++fd) {
-      if (Description* d = g_files.lookup(static_cast<int>(fd))) {
+      Description* d = g_files.lookup(static_cast<int>(fd));
+      if (Pinned pinned(d); pinned)
         trace(operation, static_cast<int>(fd), d->path, 0, 0, "closed by %s(%u, %u)", operation, first, last);
-      }
     }
   }
   g_files.forget_range(first, last);
@@ -120,6 +142,8 @@ void note_setfl(int fd, Description* d, int requested, int applied, int result) 
 
 void note_read(const char* operation, int fd, Description* d, bool moves_position, ssize_t result,
                int error) {
+  Pinned pinned(d);
+  if (!pinned) return;  // closed by another thread meanwhile
   if (moves_position && result > 0) {
     if (HeldFile file(fd, d); file) d->position += static_cast<uint64_t>(result);
   }
@@ -145,6 +169,8 @@ void note_read(const char* operation, int fd, Description* d, bool moves_positio
 }
 
 void note_mmap(const char* operation, int fd, Description* d, int prot, int flags, bool failed, int error) {
+  Pinned pinned(d);
+  if (!pinned) return;  // closed by another thread meanwhile
   bool shared_writable = (prot & PROT_WRITE) && (flags & MAP_TYPE) != MAP_PRIVATE;
   if (shared_writable && first_report_of(d, kMapReported)) {
     Violation v = violation_on(operation, fd, d, d->file->end_of_file,
