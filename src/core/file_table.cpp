@@ -302,8 +302,10 @@ void FileTable::recycle_description(Description* d) {
   if (d->path_class != kNoPathClass) paths_[d->path_class].release(d->path);
   d->path = g_no_path;
   d->path_class = kNoPathClass;
-  if (SeekSite* s = d->seek_site_.exchange(nullptr, std::memory_order_acq_rel))
+  if (SeekSite* s = d->seek_site_.load(std::memory_order_acquire)) {  // few descriptions have one
+    d->seek_site_.store(nullptr, std::memory_order_relaxed);
     unmap_memory(s, sizeof(SeekSite));
+  }
   descriptions_.release(d);
 }
 
