@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "core/unguarded_failure.h"
 #include "shim/guard_size.h"
@@ -60,10 +61,11 @@ int close_tracked(int fd) {
   // we reopened is explained. What both need is copied first: forgetting recycles the description.
   const bool traced = tracing();
   bool rewritten = false;
-  PathBuffer buffer;  // per thread, not on the stack (shim/path_scratch.h)
+  // The path's copy is made only when the trace or a report needs it: the per-thread buffer's lease
+  // (shim/path_scratch.h) was about 70 instructions of every guarded close.
+  std::optional<PathBuffer> buffer;
   static char no_memory[] = "";
-  char* path = buffer.get() ? buffer.get() : no_memory;
-  path[0] = '\0';
+  char* path = no_memory;
   RefusedCall refused{path, 0, 0, false};
   int upload_error = 0;
   // Pinned while it is read (FileTable::pin): another thread closing the same number at the same time
@@ -83,7 +85,13 @@ int close_tracked(int fd) {
       upload_error = errno;
     if (g_config->mode == Mode::kEnforce) remember_closed_on_store(d);
     rewritten = rewritten_open(d) && !reported_already(d, kStoreRefusalReported);
-    if ((traced || rewritten) && path != no_memory) std::snprintf(path, kMaxPath, "%s", d->path);
+    if (traced || rewritten) {
+      buffer.emplace();
+      if (buffer->get()) {
+        path = buffer->get();
+        std::snprintf(path, kMaxPath, "%s", d->path);
+      }
+    }
     refused = RefusedCall::of(d);
     refused.path = path;
     g_files.unpin(d);
