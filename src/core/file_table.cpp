@@ -231,12 +231,16 @@ Description* FileTable::track(int fd, const OpenRecord& record) {
   RegistryGuard guard(registry_);
   TrackedFile* file = acquire_file(record.device, record.inode, record.size);
   if (!file) return nullptr;
-  void* memory = descriptions_.allocate();
+  bool fresh = false;
+  void* memory = descriptions_.allocate(fresh);
   if (!memory) {
     release_file(file);
     return nullptr;
   }
-  auto* d = new (memory) Description;
+  // Constructed only in fresh memory: a recycled description is reused as it is, since a guarded call
+  // racing its close may still be loading `refs` (0 until the release store below) to pin it. Every other
+  // field is assigned here; the atomic ones atomically.
+  auto* d = fresh ? new (memory) Description : static_cast<Description*>(memory);
   {
     FileLockGuard file_guard(file);
     // A file already open here may have bytes the filesystem does not report yet (HDFS shows only
@@ -259,8 +263,10 @@ Description* FileTable::track(int fd, const OpenRecord& record) {
   d->shares_offset.store(record.shares_offset && !record.kernel_appends, std::memory_order_relaxed);
   d->starts_session = record.starts_session;
   d->reused_session = record.reused_session;
+  d->commit_requested.store(false, std::memory_order_relaxed);
   d->descriptors = 1;
-  if (record.site) d->site = *record.site;
+  d->site = record.site ? *record.site : OpenSite{};
+  d->seek_site_.store(nullptr, std::memory_order_relaxed);  // recycle_description unmapped any
   set_path(d, record.path);
   d->refs.store(1, std::memory_order_release);
 

@@ -35,6 +35,7 @@ bool PagePool::add_slab() {
     Page* page = &pages[i];
     page->memory = slab + (i + 1) * kPageSize;
     page->free_mask = all_free;
+    page->constructed_mask = 0;
     page->used = 0;
     page->state = State::kReturned;
     page->listed = false;
@@ -66,7 +67,7 @@ void PagePool::unlist(Page* page) {
   page->listed = false;
 }
 
-void* PagePool::allocate_from_pages() {
+void* PagePool::allocate_from_pages(bool& fresh) {
   if (!available_ && !add_slab()) {
     --in_use_;
     return nullptr;
@@ -74,6 +75,8 @@ void* PagePool::allocate_from_pages() {
   Page* page = available_;
   const unsigned slot = static_cast<unsigned>(__builtin_ctzll(page->free_mask));
   page->free_mask &= page->free_mask - 1;
+  fresh = !(page->constructed_mask & (uint64_t{1} << slot));
+  page->constructed_mask |= uint64_t{1} << slot;
   ++page->used;
   if (page->free_mask == 0) unlist(page);
   if (page->state == State::kKeptEmpty) --kept_empty_;
@@ -96,6 +99,7 @@ void PagePool::release_to_page(void* object) {
   }
   // Every object on it is free: its memory goes back; the page reads as zeros until used again.
   pool_system_call(SYS_madvise, page->memory, kPageSize, MADV_DONTNEED);
+  page->constructed_mask = 0;
   page->state = State::kReturned;
   --resident_;
 }

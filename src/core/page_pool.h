@@ -43,10 +43,21 @@ class PagePool {
 
   // An object's memory (zeros if its page is new or was returned; otherwise what the last object there
   // left), or null when no memory can be mapped.
-  void* allocate() {
+  // `fresh`: whether the memory never held an object since it was mapped or last returned (zeros: the
+  // caller constructs one there); otherwise it holds the object last given back, which the caller reuses
+  // as it is (a reader racing its recycle may still read it: its atomic fields must not be re-initialized
+  // with plain stores).
+  void* allocate(bool& fresh) {
     ++in_use_;
-    if (cached_) return cache_[--cached_];
-    return allocate_from_pages();
+    if (cached_) {
+      fresh = false;
+      return cache_[--cached_];
+    }
+    return allocate_from_pages(fresh);
+  }
+  void* allocate() {
+    bool fresh;
+    return allocate(fresh);
   }
   // Gives `object` (from allocate()) back; its page is returned once every object on it is free.
   void release(void* object) {
@@ -69,14 +80,15 @@ class PagePool {
     char* memory;
     Page* next;  // in available_ (pages with a free object)
     Page* prev;
-    uint64_t free_mask;  // bit i: object i is free
+    uint64_t free_mask;         // bit i: object i is free
+    uint64_t constructed_mask;  // bit i: object i was handed out since the page was last returned
     uint16_t used;
     State state;
     bool listed;
   };
   static_assert(sizeof(Page) * (kSlabPages - 1) <= kPageSize);
 
-  void* allocate_from_pages();
+  void* allocate_from_pages(bool& fresh);
   void release_to_page(void* object);
   bool add_slab();
   Page* page_of(void* object) const;

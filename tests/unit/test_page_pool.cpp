@@ -86,3 +86,27 @@ TEST_CASE("a page pool opening and closing one object at a time keeps its page")
   }
   CHECK(resident(first));
 }
+
+TEST_CASE("a page pool says whether an object's memory is fresh or holds the object last given back") {
+  PagePool pool(1024);  // 4 to a page
+  bool fresh = false;
+  void* first = pool.allocate(fresh);
+  CHECK(fresh);
+  pool.release(first);
+  CHECK(pool.allocate(fresh) == first);
+  CHECK_FALSE(fresh);  // the object given back, kept aside
+  std::vector<void*> objects{first};
+  for (int i = 0; i < 4 * 8; ++i) {
+    objects.push_back(pool.allocate(fresh));
+    CHECK(fresh);
+  }
+  for (void* p : objects) pool.release(p);
+  // Past the kept objects and pages, the pages were returned: their memory is fresh again.
+  size_t fresh_count = 0;
+  for (size_t i = 0; i < objects.size(); ++i) {
+    pool.allocate(fresh);
+    if (fresh) ++fresh_count;
+  }
+  CHECK(fresh_count > 0);
+  CHECK(fresh_count < objects.size());  // the kept ones were not
+}
