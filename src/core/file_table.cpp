@@ -15,20 +15,23 @@ constinit Description g_closed_by_program;
 
 namespace {
 
-// pthread_sigmask is in libc only since glibc 2.32 (libpthread before): the system call, with glibc's own
-// set (sigfillset leaves out the signals glibc uses internally).
-void set_signal_mask(int how, const sigset_t* set, sigset_t* old) {
-  syscall(SYS_rt_sigprocmask, how, set, old, _NSIG / 8);
+// pthread_sigmask is in libc only since glibc 2.32 (libpthread before), and the library hooks it: the
+// system call, made through libc's own syscall() (pool_system_call, set by FileTable::use_system_call; our
+// hook of it until the shim sets it at start-up). Only the first 64 signals exist on x86-64 (_NSIG / 8).
+static_assert(_NSIG / 8 == sizeof(uint64_t));
+void set_signal_mask(int how, const uint64_t* set, uint64_t* old) {
+  pool_system_call(SYS_rt_sigprocmask, how, set, old, _NSIG / 8);
 }
+// What sigfillset gives, computed once: every signal but the two glibc uses internally (SIGCANCEL, 32,
+// and SIGSETXID, 33), which a blocked set must leave alone (setuid in another thread waits for them).
+constexpr uint64_t kAllSignals = ~((uint64_t{1} << (32 - 1)) | (uint64_t{1} << (33 - 1)));
 
 // The registry lock with every signal blocked: a handler that opens or closes a file must not wait for
 // the registry its own thread holds.
 class RegistryGuard {
  public:
   explicit RegistryGuard(Lock& lock) : lock_(lock) {
-    sigset_t all;
-    sigfillset(&all);
-    set_signal_mask(SIG_BLOCK, &all, &old_);
+    set_signal_mask(SIG_BLOCK, &kAllSignals, &old_);
     lock_.lock();
   }
   ~RegistryGuard() {
@@ -40,7 +43,7 @@ class RegistryGuard {
 
  private:
   Lock& lock_;
-  sigset_t old_;
+  uint64_t old_;
 };
 
 // A file's lock, unless this thread already holds it in the call a signal handler interrupted: that call
@@ -60,42 +63,47 @@ class FileLockGuard {
   TrackedFile* file_;
 };
 
-// The path of a description being tracked (registry held). Buffers are rounded up to 64 bytes, so a
-// recycled description usually keeps its own; when memory runs out the path is left empty.
+// The buffers of paths: one pool per size, 64 bytes to a page. The last byte of a buffer is never
+// anything but NUL (a path fills at most all but it), so a reader racing a recycle reads a string that
+// ends within its buffer (a path being written, another one, or zeros), never past it.
 char g_no_path[1] = "";
-void set_path(Description* d, const char* path) {
-  size_t n = std::strlen(path);
-  if (n >= kMaxPath) n = kMaxPath - 1;
-  if (d->path_capacity < n + 1) {
-    const size_t capacity = (n + 1 + 63) & ~size_t{63};
-    if (char* grown = new (std::nothrow) char[capacity]) {
-      d->path = grown;
-      d->path_capacity = capacity;
-    }
-  }
-  if (d->path_capacity < n + 1) {
-    if (d->path_capacity == 0) {
-      d->path = g_no_path;
-      return;
-    }
-    n = d->path_capacity - 1;
-  }
-  std::memcpy(d->path, path, n);
-  d->path[n] = '\0';
+size_t path_class(size_t bytes) {
+  size_t c = 0;
+  while ((size_t{64} << c) < bytes) ++c;
+  return c;
 }
 
 }  // namespace
 
+void FileTable::use_system_call(long (*system_call)(long, ...)) {
+  if (system_call) pool_system_call = system_call;
+}
+
 SeekSite* Description::seek_site_for_recording() {
   if (SeekSite* s = seek_site_.load(std::memory_order_acquire)) return s;
-  void* memory = reinterpret_cast<void*>(syscall(SYS_mmap, nullptr, sizeof(SeekSite), PROT_READ | PROT_WRITE,
-                                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-  if (memory == MAP_FAILED) return nullptr;
+  void* memory = map_memory(sizeof(SeekSite));
+  if (!memory) return nullptr;
   auto* made = new (memory) SeekSite();
   SeekSite* expected = nullptr;
   if (seek_site_.compare_exchange_strong(expected, made, std::memory_order_acq_rel)) return made;
-  syscall(SYS_munmap, memory, sizeof(SeekSite));  // another thread made one first
+  unmap_memory(memory, sizeof(SeekSite));  // another thread made one first
   return expected;
+}
+
+void FileTable::set_path(Description* d, const char* path) {
+  size_t n = std::strlen(path);
+  if (n >= kMaxPath) n = kMaxPath - 1;
+  const size_t c = path_class(n + 1);
+  char* buffer = static_cast<char*>(paths_[c].allocate());
+  if (!buffer) {
+    d->path = g_no_path;
+    d->path_class = kNoPathClass;
+    return;
+  }
+  std::memcpy(buffer, path, n);
+  buffer[n] = '\0';
+  d->path = buffer;
+  d->path_class = static_cast<uint8_t>(c);
 }
 
 void FileTable::recycle_unpinned(Description* d) {
@@ -122,22 +130,49 @@ TrackedFile* FileTable::find_live_file(dev_t device, ino_t inode) const {
   }
 }
 
-bool FileTable::index_live_file(TrackedFile* file) {
-  if ((live_file_count_ + 1) * 2 > file_index_capacity_) {
-    size_t capacity = file_index_capacity_ ? file_index_capacity_ * 2 : 128;
-    auto* grown = new (std::nothrow) TrackedFile*[capacity]();
-    if (!grown) return false;
-    // The old index is left, like an old live_files_ array: small next to the files, and never freed
-    // in what may be a signal handler.
-    file_index_ = grown;
-    file_index_capacity_ = capacity;
-    for (size_t i = 0; i < live_file_count_; ++i) {
-      TrackedFile* f = live_files_[i];
-      size_t slot = identity_hash(f->device, f->inode) & (capacity - 1);
-      while (file_index_[slot]) slot = (slot + 1) & (capacity - 1);
-      file_index_[slot] = f;
-    }
+// The index and the list of live files are mapped (not malloc'd: a signal handler may open a file) and
+// read only with the registry held, so an old one is unmapped as soon as it is replaced; both shrink as
+// the live files go (a quarter of the index's slots in use, or less; an eighth of the list's), so that
+// their memory comes back too.
+constexpr size_t kPointerBytes = sizeof(void*);  // the index and the list hold TrackedFile pointers
+
+bool FileTable::rebuild_index(size_t capacity) {
+  auto* rebuilt = static_cast<TrackedFile**>(map_memory(capacity * kPointerBytes));
+  if (!rebuilt) return false;
+  for (size_t i = 0; i < live_file_count_; ++i) {
+    TrackedFile* f = live_files_[i];
+    size_t slot = identity_hash(f->device, f->inode) & (capacity - 1);
+    while (rebuilt[slot]) slot = (slot + 1) & (capacity - 1);
+    rebuilt[slot] = f;
   }
+  unmap_memory(file_index_, file_index_capacity_ * kPointerBytes);
+  file_index_ = rebuilt;
+  file_index_capacity_ = capacity;
+  return true;
+}
+
+bool FileTable::resize_live_files(size_t capacity) {
+  auto* resized = static_cast<TrackedFile**>(map_memory(capacity * kPointerBytes));
+  if (!resized) return false;
+  if (live_file_count_) std::memcpy(resized, live_files_, live_file_count_ * kPointerBytes);
+  unmap_memory(live_files_, live_file_capacity_ * kPointerBytes);
+  live_files_ = resized;
+  live_file_capacity_ = capacity;
+  return true;
+}
+
+void FileTable::shrink_live_files() {
+  constexpr size_t kSmallest = 512;  // a page of pointers: never shrunk below
+  if (file_index_capacity_ > kSmallest && live_file_count_ * 4 <= file_index_capacity_ / 2)
+    rebuild_index(file_index_capacity_ / 2);
+  if (live_file_capacity_ > kSmallest && live_file_count_ * 8 <= live_file_capacity_)
+    resize_live_files(live_file_capacity_ / 2);
+}
+
+bool FileTable::index_live_file(TrackedFile* file) {
+  if ((live_file_count_ + 1) * 2 > file_index_capacity_ &&
+      !rebuild_index(file_index_capacity_ ? file_index_capacity_ * 2 : 512))
+    return false;
   const size_t mask = file_index_capacity_ - 1;
   size_t slot = identity_hash(file->device, file->inode) & mask;
   while (file_index_[slot]) slot = (slot + 1) & mask;
@@ -169,37 +204,18 @@ TrackedFile* FileTable::acquire_file(dev_t device, ino_t inode, uint64_t size) {
     if (live_files_changed_) live_files_changed_(true);  // the opening thread's selector (auto)
     return f;
   }
-  if (live_file_count_ == live_file_capacity_) {
-    size_t capacity = live_file_capacity_ ? live_file_capacity_ * 2 : 64;
-    auto* grown = new (std::nothrow) TrackedFile*[capacity];
-    if (!grown) return nullptr;
-    if (live_file_count_)
-      std::memcpy(
-          grown, live_files_,
-          live_file_count_ *
-              sizeof(TrackedFile*));  // NOLINT(bugprone-sizeof-expression): an array of pointers is copied
-    // The old array is leaked on purpose: it is small and a reader never sees it freed.
-    live_files_ = grown;
-    live_file_capacity_ = capacity;
-  }
-  TrackedFile* f = free_files_;
-  if (f) {
-    free_files_ = f->next_free;
-  } else {
-    f = new (std::nothrow) TrackedFile;
-    if (!f) return nullptr;
-  }
+  if (live_file_count_ == live_file_capacity_ &&
+      !resize_live_files(live_file_capacity_ ? live_file_capacity_ * 2 : 512))
+    return nullptr;
+  void* memory = files_.allocate();
+  if (!memory) return nullptr;
+  auto* f = new (memory) TrackedFile;
   f->device = device;
   f->inode = inode;
-  f->reserved_size = 0;
-  f->reserved_by = 0;
-  f->safetensors_header_end.store(0, std::memory_order_relaxed);
   f->end_of_file = size;
   f->descriptions = 1;
-  f->next_free = nullptr;
   if (!index_live_file(f)) {
-    f->next_free = free_files_;
-    free_files_ = f;
+    files_.release(f);
     return nullptr;
   }
   f->live_index = live_file_count_;
@@ -216,16 +232,16 @@ Description* FileTable::track(int fd, const OpenRecord& record) {
   RegistryGuard guard(registry_);
   TrackedFile* file = acquire_file(record.device, record.inode, record.size);
   if (!file) return nullptr;
-  Description* d = free_descriptions_;
-  if (d) {
-    free_descriptions_ = d->next_free;
-  } else {
-    d = new (std::nothrow) Description;
-    if (!d) {
-      release_file(file);
-      return nullptr;
-    }
+  bool fresh = false;
+  void* memory = descriptions_.allocate(fresh);
+  if (!memory) {
+    release_file(file);
+    return nullptr;
   }
+  // Constructed only in fresh memory: a recycled description is reused as it is, since a guarded call
+  // racing its close may still be loading `refs` (0 until the release store below) to pin it. Every other
+  // field is assigned here; the atomic ones atomically.
+  auto* d = fresh ? new (memory) Description : static_cast<Description*>(memory);
   {
     FileLockGuard file_guard(file);
     // A file already open here may have bytes the filesystem does not report yet (HDFS shows only
@@ -250,11 +266,10 @@ Description* FileTable::track(int fd, const OpenRecord& record) {
   d->reused_session = record.reused_session;
   d->commit_requested.store(false, std::memory_order_relaxed);
   d->descriptors = 1;
-  d->refs.store(1, std::memory_order_release);
   d->site = record.site ? *record.site : OpenSite{};
-  d->forget_seek_site();
+  d->seek_site_.store(nullptr, std::memory_order_relaxed);  // recycle_description unmapped any
   set_path(d, record.path);
-  d->next_free = nullptr;
+  d->refs.store(1, std::memory_order_release);
 
   Description* previous = slots_[fd].exchange(d, std::memory_order_acq_rel);
   // The kernel reused an fd we never saw closed (or a held session answers this open).
@@ -272,13 +287,13 @@ void FileTable::release_file(TrackedFile* file) {
     live_files_[file->live_index] = last;
     last->live_index = file->live_index;
     live_file_count_published_.store(live_file_count_, std::memory_order_relaxed);
+    shrink_live_files();
   }
   if (live_file_count_ == 0 && live_files_changed_) live_files_changed_(false);
   // No call is writing to it: its last description is recycled only once no guarded call pins it.
   released_writes_.writes += file->writes.exchange(0, std::memory_order_relaxed);
   released_writes_.bytes += file->bytes_written.exchange(0, std::memory_order_relaxed);
-  file->next_free = free_files_;
-  free_files_ = file;
+  files_.release(file);
 }
 
 void FileTable::release_description(Description* d) {
@@ -286,10 +301,19 @@ void FileTable::release_description(Description* d) {
   if (d->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) recycle_description(d);
 }
 
+// No call uses `d` any more (no descriptor, no pin): its memory, its path's and its seek site's go back.
+// A reader that found it before (a racing close) may still read it: the description's page stays mapped
+// (zeros once returned), and so do the path buffers; the seek site is read only by pinned calls.
 void FileTable::recycle_description(Description* d) {
   release_file(d->file);
-  d->next_free = free_descriptions_;
-  free_descriptions_ = d;
+  if (d->path_class != kNoPathClass) paths_[d->path_class].release(d->path);
+  d->path = g_no_path;
+  d->path_class = kNoPathClass;
+  if (SeekSite* s = d->seek_site_.load(std::memory_order_acquire)) {  // few descriptions have one
+    d->seek_site_.store(nullptr, std::memory_order_relaxed);
+    unmap_memory(s, sizeof(SeekSite));
+  }
+  descriptions_.release(d);
 }
 
 void FileTable::alias(int old_fd, int new_fd) {
@@ -367,35 +391,25 @@ size_t FileTable::descriptors_of_file(dev_t device, ino_t inode, int* out, size_
 
 bool FileTable::end_of_file_of(dev_t device, ino_t inode, uint64_t& end_of_file) {
   RegistryGuard guard(registry_);
-  for (size_t i = 0; i < live_file_count_; ++i) {
-    TrackedFile* f = live_files_[i];
-    if (f->device == device && f->inode == inode) {
-      FileLockGuard file_guard(f);
-      end_of_file = f->end_of_file;
-      return true;
-    }
-  }
-  return false;
+  TrackedFile* f = find_live_file(device, inode);
+  if (!f) return false;
+  FileLockGuard file_guard(f);
+  end_of_file = f->end_of_file;
+  return true;
 }
 
 void FileTable::set_end_of_file(dev_t device, ino_t inode, uint64_t end_of_file) {
   RegistryGuard guard(registry_);
-  for (size_t i = 0; i < live_file_count_; ++i) {
-    TrackedFile* f = live_files_[i];
-    if (f->device == device && f->inode == inode) {
-      FileLockGuard file_guard(f);
-      f->end_of_file = end_of_file;
-      return;
-    }
+  if (TrackedFile* f = find_live_file(device, inode)) {
+    FileLockGuard file_guard(f);
+    f->end_of_file = end_of_file;
   }
 }
 
 // The registry is held across fork with signals blocked (the mask is restored on both sides).
 void FileTable::before_fork() {
-  sigset_t all;
-  sigfillset(&all);
-  sigset_t old;
-  set_signal_mask(SIG_BLOCK, &all, &old);
+  uint64_t old;
+  set_signal_mask(SIG_BLOCK, &kAllSignals, &old);
   registry_.lock();
   mask_before_fork_ = old;
 }
@@ -412,7 +426,7 @@ void FileTable::mark_offsets_shared() {
 
 void FileTable::after_fork_parent() {
   mark_offsets_shared();
-  sigset_t old = mask_before_fork_;
+  uint64_t old = mask_before_fork_;
   registry_.unlock();
   set_signal_mask(SIG_SETMASK, &old, nullptr);
 }

@@ -2,8 +2,9 @@
 // A TrackedFile is one (device, inode) and holds the end of file; a Description is one open file
 // description (what open() creates) and holds the logical position; descriptors point at descriptions and
 // dup'd descriptors share one. Lookup by descriptor is one relaxed load from a constant-initialized array,
-// so untracked descriptors cost no lock and no allocation. Objects are recycled through free lists and
-// never returned to the allocator, so a racing reader never touches freed memory.
+// so untracked descriptors cost no lock and no allocation. Descriptions, files and paths live in page
+// pools (core/page_pool.h) whose pages are given back to the kernel once every object on them is free,
+// but stay mapped: a racing reader never touches unmapped memory (it reads a recycled object or zeros).
 #pragma once
 
 #include <signal.h>
@@ -18,12 +19,14 @@
 #include "core/fd_slots.h"
 #include "core/hidden.h"
 #include "core/lock.h"
+#include "core/page_pool.h"
 
 namespace appendguard {
 
 constexpr int kMaxTrackedFd = 1 << 20;  // Linux's default fs.nr_open
 constexpr size_t kMaxPath = 4096;
 constexpr int kOpenFrames = 24;
+constexpr uint8_t kNoPathClass = 0xff;  // Description::path_class of a path in no pool
 
 struct TrackedFile {
   Lock lock;  // serializes check + write for every description on this file
@@ -35,6 +38,10 @@ struct TrackedFile {
   // forked child closing its copies must not write into the parent's file.
   uint64_t reserved_size = 0;
   pid_t reserved_by = 0;
+  // Whether a resize was ever deferred on this file since it was tracked (set with the lock held, read
+  // without it): a close tests it before asking whether it is the file's last descriptor (the registry
+  // lock, with every signal blocked), which only a file with a deferred preallocation needs to know.
+  std::atomic<bool> resize_deferred{false};
   uint32_t descriptions = 0;  // guarded by the table's registry lock
   // The exit summary's counts of writes that wrote bytes, and of those bytes: kept per file and counted
   // under its lock, with no read-modify-write of a counter every writing thread shares (two atomic
@@ -46,7 +53,6 @@ struct TrackedFile {
   // Set by the first write into the empty file (lock held); read at its close (held_sessions.cpp: a file
   // with bytes past its header is complete, no reopen expected).
   std::atomic<uint64_t> safetensors_header_end{0};
-  TrackedFile* next_free = nullptr;
   size_t live_index = 0;  // its place in FileTable's live files (registry lock held)
 
   void count_write(uint64_t bytes) {  // lock held
@@ -129,7 +135,8 @@ struct Description {
   OpenSite site;
   // Where a seek last left the end (SeekSite, about 1.7 KB): out of line, made at the first seek that
   // records one (issue 27: inline, it was most of the memory of every tracked file, though few
-  // descriptions ever seek away from the end); kept with the description when it is recycled, never freed.
+  // descriptions ever seek away from the end); unmapped when the description is recycled (only pinned
+  // calls read it).
   std::atomic<SeekSite*> seek_site_{nullptr};
   // The site to record into, made if there is none yet (with mmap: a seek may come from a signal
   // handler); null when memory runs out.
@@ -144,13 +151,11 @@ struct Description {
     if (SeekSite* s = seek_site_.load(std::memory_order_acquire))
       s->recorded.store(false, std::memory_order_relaxed);
   }
-  // The path as opened, NUL-terminated (at most kMaxPath - 1 characters): out of line, sized to the path
-  // (issue 27: an inline path[4096] made each tracked file cost about 6 KB), rounded up to 64 bytes. Kept
-  // with the description when it is recycled and reused by the next track() if large enough; a larger path
-  // gets a new buffer and the old one is left to any stale reader (never freed, as descriptions are not).
+  // The path as opened, NUL-terminated (at most kMaxPath - 1 characters): out of line (issue 27: an inline
+  // path[4096] made each tracked file cost about 6 KB), in a buffer of the smallest power of two from 64
+  // bytes that holds it (FileTable's path pools, class path_class), given back when the description is.
   char* path = nullptr;
-  size_t path_capacity = 0;
-  Description* next_free = nullptr;
+  uint8_t path_class = kNoPathClass;
 
   PositionState snapshot() const { return {position, file->end_of_file, program_appends, kernel_appends}; }
   void store(const PositionState& s) {
@@ -274,6 +279,19 @@ class FileTable {
   // raw-system-call layer traps that thread meanwhile (shim/syscall_dispatch.h). Set once, at start-up.
   void on_live_files_changed(void (*callback)(bool any)) { live_files_changed_ = callback; }
 
+  // The registry's signal masks go through `system_call` (libc's own syscall(): the shim's hook of it
+  // costs more, and a raw instruction outside libc would be trapped by the raw-call layer). Start-up.
+  static void use_system_call(long (*system_call)(long, ...));
+
+  // The pages its pools hold resident at most (objects in use, a few kept empty, each slab's bookkeeping
+  // page), and the objects in use: for tests.
+  size_t pool_pages() const {
+    size_t pages = descriptions_.resident_pages() + files_.resident_pages();
+    for (const PagePool& p : paths_) pages += p.resident_pages();
+    return pages;
+  }
+  size_t descriptions_in_use() const { return descriptions_.objects_in_use(); }
+
   int highest_fd() const { return highest_fd_plus_one_.load(std::memory_order_relaxed) - 1; }
   // For scans of the table up to `last`: `fd` itself, or the next number that may be tracked (numbers
   // in groups of 64 that never held a record are skipped); last + 1 when none is left.
@@ -294,14 +312,21 @@ class FileTable {
   void release_file(TrackedFile* file);      // registry_ held
   TrackedFile* acquire_file(dev_t device, ino_t inode, uint64_t size);  // registry_ held
 
+  void set_path(Description* d, const char* path);  // registry_ held
+
   Lock registry_;
-  sigset_t mask_before_fork_{};
+  uint64_t mask_before_fork_ = 0;
   // The highest descriptor ever tracked, plus one: zero means none, so that the whole table is
   // zero-initialized and lives in .bss (8 MiB of zero pages) rather than in the library file.
   std::atomic<int> highest_fd_plus_one_{0};
   bool watch_untracked_failures_ = false;
-  Description* free_descriptions_ = nullptr;
-  TrackedFile* free_files_ = nullptr;
+  // Where descriptions, files and path buffers live (registry_ held): page pools, each page returned to
+  // the kernel once every object on it is free (issue 27: 10,000 closed files kept 5 MB).
+  PagePool descriptions_{sizeof(Description)};
+  PagePool files_{sizeof(TrackedFile)};
+  static constexpr size_t kPathClasses = 7;  // 64 bytes to 4 KiB
+  PagePool paths_[kPathClasses] = {PagePool(64),   PagePool(128),  PagePool(256), PagePool(512),
+                                   PagePool(1024), PagePool(2048), PagePool(4096)};
   TrackedFile** live_files_ = nullptr;  // files with open descriptions, found by identity
   size_t live_file_count_ = 0;
   std::atomic<size_t> live_file_count_published_{0};  // live_file_count_, for any_live_file()
@@ -313,6 +338,9 @@ class FileTable {
   size_t file_index_capacity_ = 0;
   TrackedFile* find_live_file(dev_t device, ino_t inode) const;  // registry_ held
   bool index_live_file(TrackedFile* file);                       // registry_ held; false: out of memory
+  bool rebuild_index(size_t capacity);                           // registry_ held; false: out of memory
+  bool resize_live_files(size_t capacity);                       // registry_ held; false: out of memory
+  void shrink_live_files();                                      // registry_ held
   void unindex_live_file(TrackedFile* file);                     // registry_ held
   void (*live_files_changed_)(bool any) = nullptr;
   WriteTotals released_writes_;  // of files released (registry_ held)

@@ -102,6 +102,7 @@ bool defer_resize_if_possible(const char* operation, int fd, Description* d, con
     after = r.logical_size;
     file->reserved_size = after > end ? after : 0;
     file->reserved_by = raw_getpid();
+    if (file->reserved_size != 0) file->resize_deferred.store(true, std::memory_order_relaxed);
   }
   if (after > before) grow_for_other_descriptors(fd, d, after);
   if (tracing()) {
@@ -121,7 +122,9 @@ off64_t size_seen_by_program(int fd, off64_t size) {
 }
 
 void fill_reservation_before_close(int fd, Description* d) {
-  if (!d->file || !owns_file_table() || !g_files.is_last_descriptor_of_file(fd)) return;
+  // A file on which no resize was deferred has nothing to fill: most closes stop at this one load.
+  if (!d->file || !d->file->resize_deferred.load(std::memory_order_relaxed)) return;
+  if (!owns_file_table() || !g_files.is_last_descriptor_of_file(fd)) return;
   fill(fd, d, "at its last close");
 }
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "core/unguarded_failure.h"
 #include "shim/guard_size.h"
@@ -21,11 +22,33 @@
 
 namespace appendguard {
 
+namespace {
+
+// A description found by lookup(), pinned while it is read outside a guarded call (FileTable::pin): a
+// close racing on another thread may recycle it, and its memory may then read as zeros
+// (core/page_pool.h). False (nothing to read) when it was recycled already.
+class Pinned {
+ public:
+  explicit Pinned(Description* d) : d_(d && g_files.pin(d) ? d : nullptr) {}
+  ~Pinned() {
+    if (d_) g_files.unpin(d_);
+  }
+  Pinned(const Pinned&) = delete;
+  Pinned& operator=(const Pinned&) = delete;
+  explicit operator bool() const { return d_ != nullptr; }
+
+ private:
+  Description* d_;
+};
+
+}  // namespace
+
 void note_duplicate(const char* operation, int old_fd, int new_fd) {
   if (new_fd < 0 || !owns_file_table()) return;
   Description* before = g_files.lookup(old_fd);
   g_files.alias(old_fd, new_fd);
-  if (tracing() && before) trace(operation, new_fd, before->path, new_fd, 0, "from fd=%d", old_fd);
+  if (!tracing() || !before) return;
+  if (Pinned pinned(before); pinned) trace(operation, new_fd, before->path, new_fd, 0, "from fd=%d", old_fd);
 }
 
 void note_close(int fd) {
@@ -38,24 +61,40 @@ int close_tracked(int fd) {
   // we reopened is explained. What both need is copied first: forgetting recycles the description.
   const bool traced = tracing();
   bool rewritten = false;
-  PathBuffer buffer;  // per thread, not on the stack (shim/path_scratch.h)
+  // The path's copy is made only when the trace or a report needs it: the per-thread buffer's lease
+  // (shim/path_scratch.h) was about 70 instructions of every guarded close.
+  std::optional<PathBuffer> buffer;
   static char no_memory[] = "";
-  char* path = buffer.get() ? buffer.get() : no_memory;
-  path[0] = '\0';
+  char* path = no_memory;
   RefusedCall refused{path, 0, 0, false};
   int upload_error = 0;
-  if (Description* d = g_files.lookup(fd)) {
-    if ((d->starts_session || d->reused_session || d->site.written_back > 0) && hold_instead_of_close(fd, d))
+  // Pinned while it is read (FileTable::pin): another thread closing the same number at the same time
+  // may recycle it, and its memory may then read as zeros (core/page_pool.h); a recycled one is closed as
+  // an untracked number. Unpinned before it is forgotten, so that the forget recycles it at once.
+  Description* d = g_files.lookup(fd);
+  if (d && !g_files.pin(d)) d = nullptr;
+  if (d) {
+    if ((d->starts_session || d->reused_session || d->site.written_back > 0) &&
+        hold_instead_of_close(fd, d)) {
+      g_files.unpin(d);
       return 0;
+    }
     fill_reservation_before_close(fd, d);
     // A spooled file's last descriptor: its bytes go to the store now (shim/spool.h).
     if (any_spooled() && g_files.is_last_descriptor_of_file(fd) && upload_spooled_at_close(fd, d) != 0)
       upload_error = errno;
     if (g_config->mode == Mode::kEnforce) remember_closed_on_store(d);
     rewritten = rewritten_open(d) && !reported_already(d, kStoreRefusalReported);
-    if ((traced || rewritten) && path != no_memory) std::snprintf(path, kMaxPath, "%s", d->path);
+    if (traced || rewritten) {
+      buffer.emplace();
+      if (buffer->get()) {
+        path = buffer->get();
+        std::snprintf(path, kMaxPath, "%s", d->path);
+      }
+    }
     refused = RefusedCall::of(d);
     refused.path = path;
+    g_files.unpin(d);
   }
   note_close(fd);
   int result = real_close(fd);
@@ -84,9 +123,9 @@ void note_close_range(const char* operation, unsigned first, unsigned last) {
     const int end = highest < 0 ? -1 : static_cast<int>(std::min(last, static_cast<unsigned>(highest)));
     for (int fd = g_files.next_slot(static_cast<int>(std::min(first, static_cast<unsigned>(INT32_MAX))), end);
          fd <= end; fd = g_files.next_slot(fd + 1, end)) {
-      if (Description* d = g_files.lookup(static_cast<int>(fd))) {
+      Description* d = g_files.lookup(fd);
+      if (Pinned pinned(d); pinned)
         trace(operation, static_cast<int>(fd), d->path, 0, 0, "closed by %s(%u, %u)", operation, first, last);
-      }
     }
   }
   g_files.forget_range(first, last);
@@ -112,6 +151,8 @@ void note_setfl(int fd, Description* d, int requested, int applied, int result) 
 
 void note_read(const char* operation, int fd, Description* d, bool moves_position, ssize_t result,
                int error) {
+  Pinned pinned(d);
+  if (!pinned) return;  // closed by another thread meanwhile
   if (moves_position && result > 0) {
     if (HeldFile file(fd, d); file) d->position += static_cast<uint64_t>(result);
   }
@@ -137,6 +178,8 @@ void note_read(const char* operation, int fd, Description* d, bool moves_positio
 }
 
 void note_mmap(const char* operation, int fd, Description* d, int prot, int flags, bool failed, int error) {
+  Pinned pinned(d);
+  if (!pinned) return;  // closed by another thread meanwhile
   bool shared_writable = (prot & PROT_WRITE) && (flags & MAP_TYPE) != MAP_PRIVATE;
   if (shared_writable && first_report_of(d, kMapReported)) {
     Violation v = violation_on(operation, fd, d, d->file->end_of_file,

@@ -72,6 +72,13 @@ void note_sync(Description* d) {
 // files the trace shows them, since FUSE mounts report flush errors there.
 template <typename Real>
 int sync_guarded(const char* operation, int fd, Description* d, Real&& real) {
+  // Pinned while it is read: a close racing on another thread may recycle it (its memory may then read
+  // as zeros, core/page_pool.h); a recycled one is synced as an untracked number.
+  if (!g_files.pin(d)) return real(fd);
+  struct Unpin {
+    Description* d;
+    ~Unpin() { g_files.unpin(d); }
+  } unpin{d};
   note_sync(d);
   const bool deferred = store_kind_of(d->path) == StoreKind::kWriteOnce;
   int result = deferred ? 0 : real(fd);

@@ -143,6 +143,7 @@ void initialize() {
   set_unwinder_loading_check(owns_file_table);  // a vfork child does not load libunwind for its parent
   init_path_scratch();
   g_owner_pid.store(raw_getpid(), std::memory_order_relaxed);
+  FileTable::use_system_call(real_syscall.get());  // the registry's signal masks: libc's, not our hook
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
   load_mount_table();
   remember_guarding_settings();

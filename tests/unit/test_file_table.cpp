@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -112,31 +113,36 @@ TEST_CASE("a recycled description starts without a seek site") {
   CHECK(d->seek_site_recorded());
   CHECK(table->forget(3));
   Description* again = table->track(4, record("/t", 71, 0));
-  REQUIRE(again == d);  // the free list gave the same object back
+  REQUIRE(again == d);  // the pool gave the same memory back
   CHECK_FALSE(again->seek_site_recorded());
-  CHECK(again->seek_site() == site);  // kept with the description, never freed
+  CHECK(again->seek_site() == nullptr);  // the old one was unmapped with the description
 }
 
-TEST_CASE("a description's path is sized to it and reused when it is recycled") {
+TEST_CASE("a description's path is in a buffer sized to it, given back with the description") {
   auto table = std::make_unique<FileTable>();
   Description* d = table->track(3, record("/short", 70, 0));
   REQUIRE(d != nullptr);
   CHECK(std::string(d->path) == "/short");
-  CHECK(d->path_capacity == 64);
+  CHECK(d->path_class == 0);  // 64 bytes
   const char* buffer = d->path;
   CHECK(table->forget(3));
+  CHECK(std::string(d->path).empty());  // a recycled description points at no buffer
   std::string longer(300, 'x');
   longer[0] = '/';
   Description* again = table->track(4, record(longer.c_str(), 71, 0));
-  REQUIRE(again == d);
+  REQUIRE(again != nullptr);
   CHECK(std::string(again->path) == longer);
-  CHECK(again->path_capacity == 320);
-  CHECK(again->path != buffer);  // a new buffer: the old one is left to any stale reader
+  CHECK(again->path_class == 3);  // 512 bytes
   CHECK(table->forget(4));
   Description* third = table->track(5, record("/again", 72, 0));
-  REQUIRE(third == d);
+  REQUIRE(third != nullptr);
   CHECK(std::string(third->path) == "/again");
-  CHECK(third->path_capacity == 320);  // reused
+  CHECK(third->path == buffer);  // the 64-byte buffer given back at the first forget
+  std::string longest(kMaxPath + 10, 'y');
+  Description* fourth = table->track(6, record(longest.c_str(), 73, 0));
+  REQUIRE(fourth != nullptr);
+  CHECK(std::string(fourth->path) == longest.substr(0, kMaxPath - 1));
+  CHECK(fourth->path_class == 6);  // 4 KiB
 }
 
 TEST_CASE("a number the program closed that a held session keeps: a taken slot that lookup does not see") {
@@ -292,4 +298,47 @@ TEST_CASE("a scan of the table visits the groups of 64 numbers that held records
   table->forget_range(0, 100000);
   CHECK(table->lookup(3) == nullptr);
   CHECK(table->lookup(70000) == nullptr);
+}
+
+TEST_CASE("the memory of 10,000 files is given back when they are closed") {
+  // Issue 27: descriptions, files and paths were recycled through free lists and never returned: a process
+  // that once had 10,000 files open kept their 5 MB. Now every page whose objects are all free goes back.
+  auto table = std::make_unique<FileTable>();
+  const size_t before = table->pool_pages();
+  constexpr int kFiles = 10000;
+  for (int i = 0; i < kFiles; ++i)
+    REQUIRE(table->track(10 + i, record("/a/path/of/about/forty/bytes.bin", 100 + i, 0)));
+  const size_t open = table->pool_pages();
+  CHECK(open > before + kFiles / 20);  // about 12 descriptions a page, 40 files, 64 paths
+  CHECK(table->descriptions_in_use() == kFiles);
+  for (int i = 0; i < kFiles; i += 2) CHECK(table->forget(10 + i));
+  for (int i = kFiles - 1; i > 0; i -= 2) CHECK(table->forget(10 + i));
+  CHECK(table->descriptions_in_use() == 0);
+  CAPTURE(before, open, table->pool_pages());
+  // Left: each slab's bookkeeping page and at most two empty pages per pool.
+  CHECK(table->pool_pages() <= before + 40);
+  // And again: the same memory serves the next files.
+  for (int i = 0; i < kFiles; ++i) REQUIRE(table->track(10 + i, record("/b", 100 + i, 0)));
+  CHECK(table->pool_pages() <= open);
+  for (int i = 0; i < kFiles; ++i) CHECK(table->forget(10 + i));
+}
+
+TEST_CASE("a stale pointer to a description whose page was returned reads zeros and cannot be pinned") {
+  // What a reader racing a close holds (core/page_pool.h): the page stays mapped, reads as zeros, and a
+  // zeroed description has no references, so a guarded call's pin fails and it touches nothing else.
+  auto table = std::make_unique<FileTable>();
+  constexpr int kFiles = 13 * 40;  // 13 descriptions to a page: 40 pages
+  std::vector<Description*> descriptions;
+  for (int i = 0; i < kFiles; ++i) {
+    Description* d = table->track(10 + i, record("/stale", 500 + i, 0));
+    REQUIRE(d != nullptr);
+    descriptions.push_back(d);
+  }
+  for (int i = 0; i < kFiles; ++i) REQUIRE(table->forget(10 + i));
+  size_t zeroed = 0;
+  for (Description* d : descriptions) {
+    CHECK_FALSE(table->pin(d));
+    if (d->file == nullptr && d->path == nullptr) ++zeroed;
+  }
+  CHECK(zeroed > kFiles / 2);  // most pages went back (a few are kept, with the last objects given back)
 }
