@@ -19,7 +19,8 @@ TraceEvent event_of(const char* operation, int fd, const char* path, long long r
   TraceEvent e;
   e.operation = operation;
   e.fd = fd;
-  e.path = path;
+  e.path =
+      path ? path : "";  // a description recycled under a racing reader reads as zeros (core/page_pool.h)
   e.result = result;
   e.error = error;
   // The time of the line, for `appendguard report --html` (lines of different threads and processes are
