@@ -26,7 +26,7 @@ typedef struct unw_fpreg {
   long double value;
 } unw_fpreg_t;
 
-enum { UNW_REG_IP = 16 };  // UNW_X86_64_RIP
+enum { UNW_REG_IP = 16, UNW_REG_SP = 7 };  // UNW_X86_64_RIP, UNW_X86_64_RSP
 
 typedef struct unw_accessors {
   int (*find_proc_info)(unw_addr_space_t, unw_word_t, unw_proc_info_t*, int, void*);
