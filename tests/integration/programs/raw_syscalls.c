@@ -201,9 +201,17 @@ struct sud_config {
 static int to_tracer = -1, from_tracer = -1;
 static volatile long worker_tid = 0;
 static sem_t worker_done;
-static void* worker_waits(void* unused) {
+static sem_t worker_go, worker_went;
+static volatile int worker_fd = -1;
+static void* worker_waits(void* unused) {  // opens a guarded file, later makes one raw call
   (void)unused;
   worker_tid = syscall(SYS_gettid);
+  sem_wait(&worker_go);
+  worker_fd = open(in_dir("worker_state.safetensors"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  sem_post(&worker_went);
+  sem_wait(&worker_go);
+  RAW(SYS_getppid, 0);
+  sem_post(&worker_went);
   sem_wait(&worker_done);
   return NULL;
 }
@@ -215,6 +223,8 @@ static void tell_and_wait(void) {
 static int dispatch_target(void) {
   pthread_t worker;
   sem_init(&worker_done, 0, 0);
+  sem_init(&worker_go, 0, 0);
+  sem_init(&worker_went, 0, 0);
   if (pthread_create(&worker, NULL, worker_waits, NULL) != 0) return 3;
   while (!worker_tid) usleep(1000);
   tell_and_wait();  // nothing opened
@@ -223,6 +233,15 @@ static int dispatch_target(void) {
   tell_and_wait();  // the main thread holds a guarded file
   close(fd);
   tell_and_wait();  // and closed it: none left
+  sem_post(&worker_go);
+  sem_wait(&worker_went);
+  if (worker_fd < 0) return 3;
+  tell_and_wait();  // the worker holds a guarded file
+  close(worker_fd);
+  tell_and_wait();  // the main thread closed it: the worker releases itself at its next trap
+  sem_post(&worker_go);
+  sem_wait(&worker_went);
+  tell_and_wait();  // the worker's raw call was trapped, and it released itself
   sem_post(&worker_done);
   pthread_join(worker, NULL);
   return 0;
@@ -249,8 +268,8 @@ static int dispatch_tracer(char* self) {
     execv(self, args);
     _exit(3);
   }
-  const char* names[] = {"start", "open", "closed"};
-  for (int i = 0; i < 3; ++i) {
+  const char* names[] = {"start", "open", "closed", "worker_open", "main_closed", "worker_trapped"};
+  for (int i = 0; i < 6; ++i) {
     long ids[2];
     if (read(up[0], ids, sizeof ids) != (ssize_t)sizeof ids) return 3;
     printf("%s_main=%s\n", names[i], mode_name((pid_t)ids[0]));
