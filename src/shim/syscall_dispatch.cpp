@@ -6,6 +6,10 @@
 // file with O_CREAT|O_EXCL, and the thread itself sets it back to ALLOW once the process has neither left
 // (at the close of the last one, or lazily at its next trap): no thread ever writes another's byte, so
 // there is no table of threads to keep. `always` sets every thread's byte to BLOCK when it is armed.
+// A thread's dispatch is ON (its prctl) only while its byte is BLOCK under auto (sync_this_thread): while
+// ON, the kernel takes every system call of the thread through its slow entry path, ALLOW or not (a 64 B
+// write 1.09x), so a thread that never holds a guarded file never pays it. At load the main thread arms
+// once and disarms, to learn whether the kernel allows the layer (its notice and the doctor).
 //
 // The handler runs on the thread that made the call, at a raw `syscall` instruction (never inside our own
 // hooks, which call libc), so it may call the hooks as the program's own signal handlers may. It keeps
@@ -88,6 +92,7 @@ void set_selector(char value) {
   __atomic_store_n(&t_selector, value, __ATOMIC_RELAXED);
 }
 
+// The layer is available in this process (the probe at load armed): threads arm as they need to.
 bool armed() {
   return g_state.load(std::memory_order_acquire) == static_cast<int>(LayerState::kArmed);
 }
@@ -129,6 +134,30 @@ int arm_thread() {
       0)
     return errno;
   return 0;
+}
+
+// This thread's dispatch as the kernel has it: set only by sync_this_thread (and the probe at load).
+enum ThreadDispatch : char { kDispatchOff, kDispatchOn, kDispatchChanging };
+__attribute__((tls_model("initial-exec"))) constinit thread_local char t_dispatch = kDispatchOff;
+
+// This thread's dispatch ON exactly when its byte is BLOCK (always: every thread's is), with no prctl when
+// it already is. A signal handler that interrupts a change finds kDispatchChanging and makes its own; the
+// interrupted change then compares again with the byte, so the last prctl made matches it.
+void sync_this_thread() {
+  for (;;) {
+    const char wanted = __atomic_load_n(&t_selector, __ATOMIC_RELAXED) == SYSCALL_DISPATCH_FILTER_BLOCK
+                            ? kDispatchOn
+                            : kDispatchOff;
+    if (__atomic_load_n(&t_dispatch, __ATOMIC_RELAXED) == wanted) return;
+    __atomic_store_n(&t_dispatch, kDispatchChanging, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (wanted == kDispatchOn)
+      arm_thread();
+    else
+      prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_OFF, 0, 0, 0);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    __atomic_store_n(&t_dispatch, wanted, __ATOMIC_RELAXED);
+  }
 }
 
 // ---- Notices: one line each, once per process ----
@@ -191,6 +220,13 @@ bool nothing_to_trap() {
 void release_this_thread() {
   set_selector(SYSCALL_DISPATCH_FILTER_ALLOW);
   if (!nothing_to_trap()) set_selector(SYSCALL_DISPATCH_FILTER_BLOCK);
+  sync_this_thread();  // off with ALLOW: this thread's calls take the kernel's fast path again
+}
+
+// auto: this thread's raw calls are trapped from now on.
+void block_this_thread() {
+  set_selector(SYSCALL_DISPATCH_FILTER_BLOCK);
+  sync_this_thread();
 }
 
 // Out of line: its line buffer was in the frame of every guarded open (issue 24, item 6).
@@ -214,7 +250,7 @@ void on_live_files_changed(bool any) {
   if (any) {
     g_any_live_file.store(true, std::memory_order_relaxed);
     if (__builtin_expect(armed(), 1)) {
-      if (!g_always) set_selector(SYSCALL_DISPATCH_FILTER_BLOCK);
+      if (!g_always) block_this_thread();
       return;
     }
     if (g_say_unavailable &&
@@ -509,7 +545,7 @@ void note_exclusive_create(int fd) {
   if (static_cast<size_t>(count) == kMaxExclusive) return;
   g_exclusive[count] = {fd, st.st_dev, st.st_ino};
   g_exclusive_count.store(count + 1, std::memory_order_relaxed);
-  set_selector(SYSCALL_DISPATCH_FILTER_BLOCK);  // this thread's: the one that will rename the file
+  block_this_thread();  // this thread's: the one that will rename the file
 }
 
 void start_syscall_dispatch(const Config& config) {
@@ -544,7 +580,8 @@ void start_syscall_dispatch(const Config& config) {
       (major == 2 && minor < 34))
     return unavailable("glibc before 2.34 (libpthread's own system calls would all be trapped)", 0);
   if (!find_libc_text()) return unavailable("libc's text was not found", 0);
-  // Armed first with ALLOW, to learn whether the kernel allows it before taking SIGSYS.
+  // Armed first with ALLOW, to learn whether the kernel allows it before taking SIGSYS (auto disarms
+  // below unless this thread already holds a guarded file).
   if (int error = arm_thread()) {
     return unavailable(error == EINVAL ? "the kernel has no Syscall User Dispatch (Linux 5.11+)"
                                        : "prctl(PR_SET_SYSCALL_USER_DISPATCH) was refused",
@@ -568,13 +605,17 @@ void start_syscall_dispatch(const Config& config) {
   g_state.store(static_cast<int>(LayerState::kArmed), std::memory_order_release);
   // Descriptors adopted across exec were tracked before the callback was set: this thread took them.
   if (g_files.any_live_file()) g_any_live_file.store(true, std::memory_order_relaxed);
+  t_dispatch = kDispatchOn;
   if (g_always || g_files.any_tracked()) set_selector(SYSCALL_DISPATCH_FILTER_BLOCK);
+  sync_this_thread();
 }
 
+// A new thread, and a fork child's thread (its dispatch is not inherited: off, whatever its copy says).
 void arm_syscall_dispatch_in_this_thread() {
   if (!armed()) return;
+  t_dispatch = kDispatchOff;
   if (g_always) set_selector(SYSCALL_DISPATCH_FILTER_BLOCK);  // auto: a new thread's byte is ALLOW
-  arm_thread();
+  sync_this_thread();
 }
 
 bool syscall_dispatch_armed() {
@@ -655,7 +696,9 @@ void* start_armed(void* data) {
 
 APPENDGUARD_HOOK int pthread_create(pthread_t* thread, const pthread_attr_t* attributes,
                                     void* (*routine)(void*), void* argument) {
-  if (__builtin_expect(!armed(), 1)) return real_pthread_create(thread, attributes, routine, argument);
+  // auto: a new thread starts disarmed (ALLOW) and arms itself when it takes a guarded file.
+  if (__builtin_expect(!armed() || !g_always, 1))
+    return real_pthread_create(thread, attributes, routine, argument);
   auto* start = static_cast<ThreadStart*>(malloc(sizeof(ThreadStart)));
   if (!start) return real_pthread_create(thread, attributes, routine, argument);
   *start = {routine, argument};

@@ -12,12 +12,14 @@
 
 namespace appendguard {
 
-// At load, once the configuration is read (runtime.cpp): installs the SIGSYS handler and arms the
-// calling thread, unless APPENDGUARD_SYSCALLS=off or the kernel refuses.
+// At load, once the configuration is read (runtime.cpp): installs the SIGSYS handler after a probe that
+// arms the calling thread, unless APPENDGUARD_SYSCALLS=off or the kernel refuses; with auto the thread is
+// disarmed again unless it already holds guarded descriptors (a thread is armed only while it traps).
 void start_syscall_dispatch(const Config& config);
-// A thread we saw created (pthread_create) and a fork child's thread: armed like the first.
+// A thread we saw created (pthread_create, with always) and a fork child's thread: armed if its selector
+// is BLOCK (always: every thread's; auto: a fork child of a trapping thread).
 void arm_syscall_dispatch_in_this_thread();
-// Whether the layer is armed in this process, and else why not (for notices and the doctor).
+// Whether the layer is available in this process (threads arm as they need), for notices and the doctor.
 bool syscall_dispatch_armed();
 // True on this thread while the handler performs a trapped call (trace lines say "raw system call").
 bool raw_system_call_in_progress();

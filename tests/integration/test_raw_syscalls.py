@@ -158,6 +158,28 @@ class RawSyscallsTest(TempDirTest):
         self.assertRegex(err, r"trace: .* renameat fd=-1 \S+/exclusive.safetensors.tmp .*\(raw system call\) -> 0")
         self.assertNotRegex(err, r"main.safetensors.tmp .*\(raw system call\)")
 
+    def test_auto_arms_a_thread_only_while_it_holds_a_guarded_file(self):
+        # While a thread's dispatch is ON the kernel takes every one of its system calls through its slow
+        # entry path, selector ALLOW or not: auto arms a thread only while its selector is BLOCK. Read by a
+        # tracer (PTRACE_GET_SYSCALL_USER_DISPATCH_CONFIG, Linux 6.4+) at each stage of a fresh process
+        # whose main thread opens, then closes, a guarded file; its worker opens nothing.
+        if tuple(int(n) for n in os.uname().release.split("-")[0].split(".")[:2]) < (6, 4):
+            self.skipTest("PTRACE_GET_SYSCALL_USER_DISPATCH_CONFIG needs Linux 6.4+")
+        # Then the worker opens a guarded file (armed), the main thread closes it (the worker stays armed
+        # until its next trap), the worker makes a raw call: its SIGSYS handler releases and disarms it.
+        stages = ("start", "open", "closed", "worker_open", "main_closed", "worker_trapped")
+        r, _ = self.probe("dispatch_state")
+        self.assertEqual(r["target_status"], "0")
+        self.assertEqual({s: (r[s + "_main"], r[s + "_worker"]) for s in stages},
+                         {"start": ("off", "off"), "open": ("on", "off"), "closed": ("off", "off"),
+                          "worker_open": ("off", "on"), "main_closed": ("off", "on"),
+                          "worker_trapped": ("off", "off")}, r)
+        r, _ = self.probe("dispatch_state", APPENDGUARD_SYSCALLS="always")
+        self.assertEqual(r["target_status"], "0")
+        self.assertEqual({r[s + "_" + t] for s in stages for t in ("main", "worker")}, {"on"}, r)
+        r, _ = self.probe("dispatch_state", APPENDGUARD_SYSCALLS="off")
+        self.assertEqual([r[k] for k in ("start_main", "open_main")], ["off", "off"], r)
+
     def test_a_raw_fork_child_of_a_trapped_thread_is_trapped(self):
         # The child's copy of the forking thread's selector, at the same address, is re-armed: its raw write
         # at 0 on the inherited guarded descriptor is refused (the child exits 0 only then).

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -189,6 +190,98 @@ static void own_handler(int sig, siginfo_t* info, void* context) {
   own_sigsys = info->si_code == SI_TKILL || info->si_code == SI_USER ? own_sigsys + 1 : -100;
 }
 
+// dispatch_state: each thread's Syscall User Dispatch as the kernel has it, read by a tracer (the parent)
+// with PTRACE_GET_SYSCALL_USER_DISPATCH_CONFIG (Linux 6.4+). The target (this program exec'd again, a
+// fresh load of the library) stops at each stage, writes its main thread's and a worker's ids on a pipe
+// and waits for the tracer's byte.
+#define GET_SUD_CONFIG 0x4211 /* PTRACE_GET_SYSCALL_USER_DISPATCH_CONFIG */
+struct sud_config {
+  uint64_t mode, selector, offset, len;
+};
+static int to_tracer = -1, from_tracer = -1;
+static volatile long worker_tid = 0;
+static sem_t worker_done;
+static sem_t worker_go, worker_went;
+static volatile int worker_fd = -1;
+static void* worker_waits(void* unused) {  // opens a guarded file, later makes one raw call
+  (void)unused;
+  worker_tid = syscall(SYS_gettid);
+  sem_wait(&worker_go);
+  worker_fd = open(in_dir("worker_state.safetensors"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  sem_post(&worker_went);
+  sem_wait(&worker_go);
+  RAW(SYS_getppid, 0);
+  sem_post(&worker_went);
+  sem_wait(&worker_done);
+  return NULL;
+}
+static void tell_and_wait(void) {
+  long ids[2] = {(long)getpid(), worker_tid};
+  char go;
+  if (write(to_tracer, ids, sizeof ids) != (ssize_t)sizeof ids || read(from_tracer, &go, 1) != 1) _exit(4);
+}
+static int dispatch_target(void) {
+  pthread_t worker;
+  sem_init(&worker_done, 0, 0);
+  sem_init(&worker_go, 0, 0);
+  sem_init(&worker_went, 0, 0);
+  if (pthread_create(&worker, NULL, worker_waits, NULL) != 0) return 3;
+  while (!worker_tid) usleep(1000);
+  tell_and_wait();  // nothing opened
+  int fd = open(in_dir("state.safetensors"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) return 3;
+  tell_and_wait();  // the main thread holds a guarded file
+  close(fd);
+  tell_and_wait();  // and closed it: none left
+  sem_post(&worker_go);
+  sem_wait(&worker_went);
+  if (worker_fd < 0) return 3;
+  tell_and_wait();  // the worker holds a guarded file
+  close(worker_fd);
+  tell_and_wait();  // the main thread closed it: the worker releases itself at its next trap
+  sem_post(&worker_go);
+  sem_wait(&worker_went);
+  tell_and_wait();  // the worker's raw call was trapped, and it released itself
+  sem_post(&worker_done);
+  pthread_join(worker, NULL);
+  return 0;
+}
+static const char* mode_name(pid_t tid) {
+  struct sud_config config;
+  memset(&config, 0, sizeof config);
+  if (ptrace(PTRACE_SEIZE, tid, 0, 0) != 0) return "seize-failed";
+  int status;
+  if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0 || waitpid(tid, &status, __WALL) != tid) return "stop-failed";
+  long got = ptrace((enum __ptrace_request)GET_SUD_CONFIG, tid, (void*)sizeof config, &config);
+  ptrace(PTRACE_DETACH, tid, 0, 0);
+  if (got != 0) return "get-failed";
+  return config.mode == 0 ? "off" : config.mode == 1 ? "on" : "?";
+}
+static int dispatch_tracer(char* self) {
+  int down[2], up[2];
+  if (pipe(down) != 0 || pipe(up) != 0) return 3;
+  pid_t child = fork();
+  if (child == 0) {
+    char fds[32];
+    snprintf(fds, sizeof fds, "%d,%d", up[1], down[0]);
+    char* args[] = {self, "dispatch_target", (char*)dir, fds, NULL};
+    execv(self, args);
+    _exit(3);
+  }
+  const char* names[] = {"start", "open", "closed", "worker_open", "main_closed", "worker_trapped"};
+  for (int i = 0; i < 6; ++i) {
+    long ids[2];
+    if (read(up[0], ids, sizeof ids) != (ssize_t)sizeof ids) return 3;
+    printf("%s_main=%s\n", names[i], mode_name((pid_t)ids[0]));
+    printf("%s_worker=%s\n", names[i], mode_name((pid_t)ids[1]));
+    if (write(down[1], "g", 1) != 1) return 3;
+  }
+  int status;
+  waitpid(child, &status, 0);
+  printf("target_status=%d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc < 3) return 2;
   const char* which = argv[1];
@@ -220,7 +313,11 @@ int main(int argc, char** argv) {
     return 3;
   }
   if (!strcmp(which, "nothing")) return 0;  // opens no guarded file
-  if (!strcmp(which, "libc_syscall")) {     // libc's syscall() function, not an instruction of ours
+  if (!strcmp(which, "dispatch_state")) return dispatch_tracer(argv[0]);
+  if (!strcmp(which, "dispatch_target") && argc > 3 &&
+      sscanf(argv[3], "%d,%d", &to_tracer, &from_tracer) == 2)
+    return dispatch_target();
+  if (!strcmp(which, "libc_syscall")) {  // libc's syscall() function, not an instruction of ours
     int fd = witness();
     long result = syscall(SYS_pwrite64, fd, "0000", 4, 0);
     printf("syscall_pwrite64_at_0=%ld errno=%d\n", result, result < 0 ? errno : 0);
