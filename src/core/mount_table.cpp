@@ -40,24 +40,24 @@ bool contains(const std::array<std::string_view, N>& list, std::string_view word
   return false;
 }
 
-std::string_view next_field(std::string_view& rest) {
-  size_t start = rest.find_first_not_of(' ');
-  if (start == std::string_view::npos) {
-    rest = {};
-    return {};
-  }
-  rest.remove_prefix(start);
-  size_t end = rest.find(' ');
-  std::string_view field = rest.substr(0, end);
-  rest.remove_prefix(end == std::string_view::npos ? rest.size() : end);
-  return field;
+// The next space-separated field of [at, end) (runs of spaces between fields), empty at the end of the line.
+std::string_view next_field(const char*& at, const char* end) {
+  while (at != end && *at == ' ') ++at;
+  const char* start = at;
+  while (at != end && *at != ' ') ++at;
+  return {start, static_cast<size_t>(at - start)};
 }
 
-// mountinfo escapes space, tab, newline and backslash as \040, \011, \012, \134.
-std::string unescape(std::string_view field) {
-  std::string out;
-  out.reserve(field.size());
-  for (size_t i = 0; i < field.size(); ++i) {
+// mountinfo escapes space, tab, newline and backslash as \040, \011, \012, \134 (any three octal digits
+// are taken; a backslash not followed by three is kept as it is). Into `out`, reusing its storage.
+void unescape_into(std::string_view field, std::string& out) {
+  size_t backslash = field.find('\\');
+  if (backslash == std::string_view::npos) {  // nearly every line: one copy
+    out.assign(field.data(), field.size());
+    return;
+  }
+  out.assign(field.data(), backslash);
+  for (size_t i = backslash; i < field.size(); ++i) {
     if (field[i] == '\\' && i + 3 < field.size()) {
       int value = 0;
       bool octal = true;
@@ -74,7 +74,6 @@ std::string unescape(std::string_view field) {
     }
     out.push_back(field[i]);
   }
-  return out;
 }
 
 bool is_path_prefix(std::string_view mount_point, std::string_view path) {
@@ -165,10 +164,12 @@ std::string parse_mount_selection(std::string_view text, MountSelection& out) {
 
 bool parse_mountinfo_line(std::string_view line, MountEntry& out) {
   // id parent major:minor root mount_point options [optional fields...] - type source super_options
-  std::string_view rest = line;
+  // One pass over the line, no allocation but the fields kept (issue 27: every new process reads it).
+  const char* at = line.data();
+  const char* const end = at + line.size();
   std::string_view device;
   for (int i = 0; i < 4; ++i) {
-    std::string_view field = next_field(rest);
+    std::string_view field = next_field(at, end);
     if (field.empty()) return false;
     if (i == 2) device = field;
   }
@@ -180,23 +181,23 @@ bool parse_mountinfo_line(std::string_view line, MountEntry& out) {
     std::from_chars(device.data() + colon + 1, device.data() + device.size(), minor_number);
     out.device = makedev(major_number, minor_number);
   }
-  std::string_view mount_point = next_field(rest);
-  std::string_view options = next_field(rest);
+  std::string_view mount_point = next_field(at, end);
+  std::string_view options = next_field(at, end);
   if (mount_point.empty() || options.empty()) return false;
   while (true) {
-    std::string_view field = next_field(rest);
+    std::string_view field = next_field(at, end);
     if (field.empty()) return false;
     if (field == "-") break;
   }
-  std::string_view type = next_field(rest);
-  std::string_view source = next_field(rest);
-  std::string_view super_options = next_field(rest);
+  std::string_view type = next_field(at, end);
+  std::string_view source = next_field(at, end);
+  std::string_view super_options = next_field(at, end);
   if (type.empty()) return false;
-  out.mount_point = unescape(mount_point);
-  out.type = std::string(type);
-  out.source = unescape(source);
-  out.options = std::string(options);
-  out.super_options = std::string(super_options);
+  unescape_into(mount_point, out.mount_point);
+  out.type.assign(type.data(), type.size());
+  unescape_into(source, out.source);
+  out.options.assign(options.data(), options.size());
+  out.super_options.assign(super_options.data(), super_options.size());
   return true;
 }
 

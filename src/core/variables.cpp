@@ -434,4 +434,27 @@ std::string settings_present(const char* const* environment) {
   return names;
 }
 
+void OurEnvironment::gather(const char* const* environment) {
+  count = 0;
+  overflow = false;
+  if (!environment) return;
+  for (const char* const* e = environment; *e; ++e) {
+    if (std::strncmp(*e, kPrefix.data(), kPrefix.size()) != 0) continue;
+    if (count == kCapacity) {
+      overflow = true;
+      return;
+    }
+    entries[count++] = *e;
+  }
+}
+
+const char* OurEnvironment::value_of(const char* name) const {
+  const size_t length = std::strlen(name);
+  for (size_t i = 0; i < count; ++i) {
+    const char* entry = entries[i];
+    if (std::strncmp(entry, name, length) == 0 && entry[length] == '=') return entry + length + 1;
+  }
+  return nullptr;
+}
+
 }  // namespace appendguard

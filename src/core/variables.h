@@ -67,6 +67,21 @@ std::string check_variable_names(const char* const* environment);
 // the line said when the library is loaded but APPENDGUARD is unset: "" when there are none.
 std::string settings_present(const char* const* environment);
 
+// The APPENDGUARD* entries of an environment, gathered in one pass over it (issue 27: a getenv per
+// variable scanned the whole environment some forty times in every new process).
+struct OurEnvironment {
+  static constexpr size_t kCapacity = 64;
+  const char* entries[kCapacity] = {};  // NAME=VALUE, in the environment's order
+  size_t count = 0;
+  bool overflow = false;  // more than kCapacity: value_of cannot answer (the caller asks getenv)
+
+  // Gathers `environment`'s APPENDGUARD* entries (null: none).
+  void gather(const char* const* environment);
+  // `name`'s value, the first entry's as getenv gives it; null when absent. `name` must begin with
+  // APPENDGUARD and overflow must be false.
+  const char* value_of(const char* name) const;
+};
+
 size_t edit_distance(std::string_view a, std::string_view b);
 
 }  // namespace appendguard

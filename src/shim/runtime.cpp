@@ -17,6 +17,7 @@
 #include "core/carried_fds.h"
 #include "core/path.h"
 #include "core/pattern_check.h"
+#include "core/variables.h"
 #include "report/report.h"
 #include "report/summary.h"
 #include "shim/guard_open.h"
@@ -63,17 +64,17 @@ void after_fork_child() {
 
 // Descriptors inherited across exec are not in our (new) table; guarded ones are taken in with what the
 // process before exec knew of them (carried in the environment, core/carried_fds.h), else as they are.
-void adopt_inherited_descriptors() {
-  const char* text = secure_getenv(kCarriedFdsVariable);
+void adopt_inherited_descriptors(const char* text, pid_t pid) {
   size_t capacity = count_carried_records(text);
   // Freed at the end of the adoption; as many records as the exec'ing process carried (no cap).
   CarriedFd* carried = capacity ? new (std::nothrow) CarriedFd[capacity] : nullptr;
   bool complete = false;
-  size_t carried_count = capacity && !carried
+  // No value, nothing to parse: no getppid (issue 27: every new process's start-up).
+  size_t carried_count = !text || (capacity && !carried)
                              ? 0
-                             : parse_carried_fds(text, raw_getpid(), static_cast<pid_t>(syscall(SYS_getppid)),
-                                                 carried, capacity, &complete);
-  unsetenv(kCarriedFdsVariable);  // the program's environment stays as it was given
+                             : parse_carried_fds(text, pid, static_cast<pid_t>(syscall(SYS_getppid)), carried,
+                                                 capacity, &complete);
+  unsetenv(kCarriedFdsVariable);  // the program's environment stays as it was given (secure mode too)
   if (complete) {
     // The records are every guarded descriptor inherited (core/carried_fds.h, CarrierReader::complete):
     // the work is the records', not every inherited descriptor's (issue 27).
@@ -114,17 +115,25 @@ bool physical_directory(const std::string& directory, std::string& out) {
   return true;
 }
 
+// The environment's APPENDGUARD* entries, gathered once at start-up (secure mode: none, as secure_getenv).
+constinit OurEnvironment g_start_environment;
+
+const char* start_getenv(const char* name) {
+  return g_start_environment.overflow ? secure_getenv(name) : g_start_environment.value_of(name);
+}
+
 void initialize() {
   InternalScope internal;
-  ConfigResult result = parse_config([](const char* name) -> const char* { return secure_getenv(name); },
-                                     getauxval(AT_SECURE) ? nullptr : environ);  // secure mode reads nothing
+  const bool secure = getauxval(AT_SECURE) != 0;
+  g_start_environment.gather(secure ? nullptr : environ);  // secure mode reads nothing
+  ConfigResult result = parse_config(start_getenv, secure ? nullptr : environ);
   if (!result.ok()) {
     std::string line = result.error + "\n";
     syscall(SYS_write, STDERR_FILENO, line.data(), line.size());
     _exit(2);  // a typo must never leave a job silently unguarded
   }
   if (result.config.mode != Mode::kOff) {
-    const char* paths = secure_getenv("APPENDGUARD_PATHS");
+    const char* paths = start_getenv("APPENDGUARD_PATHS");
     for (std::string& notice : pattern_notices(paths ? paths : "", is_directory)) {
       result.notices.push_back(std::move(notice));
     }
@@ -142,12 +151,13 @@ void initialize() {
   configure_reporter(*g_config);
   set_unwinder_loading_check(owns_file_table);  // a vfork child does not load libunwind for its parent
   init_path_scratch();
-  g_owner_pid.store(raw_getpid(), std::memory_order_relaxed);
+  const pid_t self = raw_getpid();
+  g_owner_pid.store(self, std::memory_order_relaxed);
   FileTable::use_system_call(real_syscall.get());  // the registry's signal masks: libc's, not our hook
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
   load_mount_table();
   remember_guarding_settings();
-  adopt_inherited_descriptors();
+  adopt_inherited_descriptors(start_getenv(kCarriedFdsVariable), self);
   // Registered before the handlers below, so it runs after them: after the reservations are filled.
   if (g_config->summary) enable_summary_at_exit([] { return g_files.write_totals(); });
   // Registered after the summary, before the handlers that trace: runs after them and before the summary.

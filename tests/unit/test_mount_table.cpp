@@ -51,6 +51,31 @@ TEST_CASE("a mountinfo line gives its mount point, type and source") {
   CHECK_FALSE(parse_mountinfo_line("", e));
 }
 
+TEST_CASE("a mountinfo line reused for another keeps nothing of the first; escapes and spacing") {
+  MountEntry e;
+  REQUIRE(
+      parse_mountinfo_line("45 22 0:40 / /mnt/a\\040long\\040name\\040here rw,nosuid,nodev,noexec - "
+                           "fuse.appendonlyfs appendonlyfs:s3\\011x rw,user_id=0,group_id=0",
+                           e));
+  CHECK(e.mount_point == "/mnt/a long name here");
+  CHECK(e.source == "appendonlyfs:s3\tx");
+  CHECK(e.options == "rw,nosuid,nodev,noexec");
+  CHECK(e.super_options == "rw,user_id=0,group_id=0");
+  // Runs of spaces separate fields; a backslash without three octal digits stays; an escape ends a field.
+  REQUIRE(parse_mountinfo_line("46  22 8:1   / /b\\x\\09\\040 ro  -  ext4 /dev/sda1", e));
+  CHECK(e.mount_point == "/b\\x\\09 ");
+  CHECK(e.type == "ext4");
+  CHECK(e.source == "/dev/sda1");
+  CHECK(e.options == "ro");
+  CHECK(e.super_options.empty());
+  CHECK(e.device == makedev(8, 1));
+  REQUIRE(parse_mountinfo_line("47 22 nodevice / /c rw - tmpfs x rw", e));
+  CHECK(e.device == 0);
+  CHECK(e.mount_point == "/c");
+  CHECK_FALSE(parse_mountinfo_line("47 22 0:1 / /c rw -", e));  // no type
+  CHECK_FALSE(parse_mountinfo_line("47 22 0:1 /", e));
+}
+
 TEST_CASE("by default the known stores are append-only, by type or by source") {
   MountTable t;
   t.load(kMountinfo, MountSelection{});

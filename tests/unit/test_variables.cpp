@@ -136,3 +136,32 @@ TEST_CASE(
     CHECK(r.error.find('\n') == std::string::npos);
   }
 }
+
+TEST_CASE("the APPENDGUARD* entries gathered in one pass give what getenv gives") {
+  const char* environment[] = {
+      "HOME=/root",         "APPENDGUARD_PATHS=*.bin", "APPENDGUARD=1", "APPENDGUARD_PATHS=x",
+      "APPENDGUARD_EMPTY=", "APPENDGUARD_NOVALUE",     "PATH=/bin",     nullptr};
+  OurEnvironment ours;
+  ours.gather(environment);
+  CHECK_FALSE(ours.overflow);
+  CHECK(ours.count == 5);
+  CHECK(std::string(ours.value_of("APPENDGUARD")) == "1");
+  CHECK(std::string(ours.value_of("APPENDGUARD_PATHS")) == "*.bin");  // the first, as getenv's
+  CHECK(std::string(ours.value_of("APPENDGUARD_EMPTY")).empty());
+  CHECK(ours.value_of("APPENDGUARD_NOVALUE") == nullptr);
+  CHECK(ours.value_of("APPENDGUARD_PATH") == nullptr);  // a prefix of a name is not the name
+  CHECK(ours.value_of("APPENDGUARD_MODE") == nullptr);
+
+  ours.gather(nullptr);
+  CHECK(ours.count == 0);
+  CHECK(ours.value_of("APPENDGUARD") == nullptr);
+
+  std::vector<std::string> many;
+  for (size_t i = 0; i <= OurEnvironment::kCapacity; ++i)
+    many.push_back("APPENDGUARD_X" + std::to_string(i) + "=1");
+  std::vector<const char*> pointers;
+  for (const std::string& entry : many) pointers.push_back(entry.c_str());
+  pointers.push_back(nullptr);
+  ours.gather(pointers.data());
+  CHECK(ours.overflow);  // the caller asks getenv then
+}
