@@ -1,11 +1,13 @@
 #include "core/mount_table.h"
 
+#include <string.h>  // memmem
 #include <sys/sysmacros.h>
 
 #include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 
 namespace appendguard {
 namespace {
@@ -44,7 +46,8 @@ bool contains(const std::array<std::string_view, N>& list, std::string_view word
 std::string_view next_field(const char*& at, const char* end) {
   while (at != end && *at == ' ') ++at;
   const char* start = at;
-  while (at != end && *at != ' ') ++at;
+  const void* space = std::memchr(at, ' ', static_cast<size_t>(end - at));
+  at = space ? static_cast<const char*>(space) : end;
   return {start, static_cast<size_t>(at - start)};
 }
 
@@ -94,7 +97,8 @@ bool is_rclone_cached(const MountEntry& entry) {
 }
 
 bool has_rclone_mount(std::string_view mountinfo) {
-  return mountinfo.find(" fuse.rclone ") != std::string_view::npos;
+  constexpr std::string_view kRclone = " fuse.rclone ";  // memmem: string_view::find stops at every space
+  return memmem(mountinfo.data(), mountinfo.size(), kRclone.data(), kRclone.size()) != nullptr;
 }
 
 void set_rclone_mode(MountEntry& entry, const std::vector<RcloneProcess>& processes) {
