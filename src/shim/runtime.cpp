@@ -64,7 +64,8 @@ void after_fork_child() {
 
 // Descriptors inherited across exec are not in our (new) table; guarded ones are taken in with what the
 // process before exec knew of them (carried in the environment, core/carried_fds.h), else as they are.
-void adopt_inherited_descriptors(const char* text, pid_t pid) {
+// `text`: the carried value, null when there is none (or secure mode, which reads none but still unsets it).
+void adopt_inherited_descriptors(const char* text, pid_t pid, bool secure) {
   size_t capacity = count_carried_records(text);
   // Freed at the end of the adoption; as many records as the exec'ing process carried (no cap).
   CarriedFd* carried = capacity ? new (std::nothrow) CarriedFd[capacity] : nullptr;
@@ -74,7 +75,8 @@ void adopt_inherited_descriptors(const char* text, pid_t pid) {
                              ? 0
                              : parse_carried_fds(text, pid, static_cast<pid_t>(syscall(SYS_getppid)), carried,
                                                  capacity, &complete);
-  unsetenv(kCarriedFdsVariable);  // the program's environment stays as it was given (secure mode too)
+  // The program's environment stays as it was given (secure mode too; no value: nothing to unset).
+  if (text || secure) unsetenv(kCarriedFdsVariable);
   if (complete) {
     // The records are every guarded descriptor inherited (core/carried_fds.h, CarrierReader::complete):
     // the work is the records', not every inherited descriptor's (issue 27).
@@ -157,7 +159,7 @@ void initialize() {
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
   load_mount_table();
   remember_guarding_settings();
-  adopt_inherited_descriptors(start_getenv(kCarriedFdsVariable), self);
+  adopt_inherited_descriptors(start_getenv(kCarriedFdsVariable), self, secure);
   // Registered before the handlers below, so it runs after them: after the reservations are filled.
   if (g_config->summary) enable_summary_at_exit([] { return g_files.write_totals(); });
   // Registered after the summary, before the handlers that trace: runs after them and before the summary.
