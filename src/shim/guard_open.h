@@ -49,13 +49,21 @@ struct OpenDecision {
   dev_t refreshed_device = 0;
   bool hold_decided = false;
   const void* hold_table = nullptr;
-  // Absolute, normalized: a per-thread buffer, not on the stack (shim/path_scratch.h); null if no memory
-  // could be mapped.
-  PathBuffer path_buffer;
-  char* const path = path_buffer.get();
+  // Absolute, normalized: a per-thread buffer, not on the stack (shim/path_scratch.h), taken by
+  // take_path() only when the path is needed (issue 27: an unmatched write open needs none); null until
+  // then, and if no memory could be mapped. Set whenever `guarded` or `trace_only` is.
+  char* path = nullptr;
+  char* take_path() {
+    if (!path) path = path_buffer_.get();
+    return path;
+  }
+
+ private:
+  LazyPathBuffer path_buffer_;
 };
 
-// Fills `decision` for an open in the current mode. Cheap for every open we leave alone.
+// Fills `decision`, newly constructed (its defaults are the decision to leave the open alone), for an
+// open in the current mode. Cheap for every open we leave alone.
 void decide_open(const OpenRequest& request, OpenDecision& decision);
 // Called with the real call's result; returns what the hook returns.
 int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd);
