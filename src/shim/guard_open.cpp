@@ -120,6 +120,13 @@ pid_t gettid_raw() {
 
 }  // namespace
 
+bool write_open_surely_left_alone(int dirfd, const char* path) {
+  if (!path || InternalScope::active() || current_mode() == Mode::kOff) return true;
+  const size_t length = std::strlen(path);
+  return !may_match_by_name(path, length) && !g_files.any_live_file() &&
+         surely_off_append_only_mounts(dirfd, path, length);
+}
+
 void decide_open(const OpenRequest& request, OpenDecision& decision) {
   // `decision` is new (its defaults: nothing decided, issue 27 counts each store here).
   decision.flags = request.flags;
@@ -134,9 +141,8 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
   // The path buffer is taken only where the path is made (issue 27: an unmatched write open makes none).
   decision.by_name = may_match_by_name(request.path, length) &&
                      matched_by_name_slowly(request.dirfd, request.path, length, decision.take_path());
-  if (!decision.by_name &&
-      !(writes && __builtin_expect(g_files.any_live_file(), 0) &&
-        opens_a_tracked_file_slow(request.dirfd, request.path, decision.take_path()))) {
+  if (!decision.by_name && !(writes && __builtin_expect(g_files.any_live_file(), 0) &&
+                             opens_a_tracked_file_slow(request.dirfd, request.path, decision.take_path()))) {
     // Not by name: a write open on an append-only mount is guarded all the same.
     if (!writes || surely_off_append_only_mounts(request.dirfd, request.path, length) ||
         !on_append_only_mount_made(request.dirfd, request.path, decision.take_path()))

@@ -65,6 +65,11 @@ struct OpenDecision {
 // Fills `decision`, newly constructed (its defaults are the decision to leave the open alone), for an
 // open in the current mode. Cheap for every open we leave alone.
 void decide_open(const OpenRequest& request, OpenDecision& decision);
+// True when decide_open surely leaves a write open alone, told without a path buffer: no pattern may
+// match its name, no file is tracked (which it could be another name of), it is surely on no append-only
+// mount (or the library is off for it). decide_open's own first test of a write open; the open hooks ask
+// it before making a decision (issue 27).
+bool write_open_surely_left_alone(int dirfd, const char* path);
 // Called with the real call's result; returns what the hook returns.
 int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd);
 // A descriptor we did not open (inherited across exec, received over a socket), tracked if it is open

@@ -239,7 +239,8 @@ bool on_append_only_mount_made(int dirfd, const char* path, char* full_path) {
 }
 
 bool on_append_only_mount(int dirfd, const char* path, size_t length, char* full_path) {
-  return !surely_off_append_only_mounts(dirfd, path, length) && on_append_only_mount_made(dirfd, path, full_path);
+  return !surely_off_append_only_mounts(dirfd, path, length) &&
+         on_append_only_mount_made(dirfd, path, full_path);
 }
 
 bool guards_full_path(const char* full_path) {
