@@ -28,6 +28,10 @@ struct OpenRequest {
   int dirfd;             // AT_FDCWD unless openat
   const char* path;
   int flags;
+  // What write_open_triage measured, for decide_open: strlen(path) + 1 (0: not measured), and whether a
+  // pattern may match the name.
+  size_t measured_length = 0;
+  bool name_may_match = false;
 };
 
 struct OpenDecision {
@@ -65,11 +69,15 @@ struct OpenDecision {
 // Fills `decision`, newly constructed (its defaults are the decision to leave the open alone), for an
 // open in the current mode. Cheap for every open we leave alone.
 void decide_open(const OpenRequest& request, OpenDecision& decision);
-// True when decide_open surely leaves a write open alone, told without a path buffer: no pattern may
-// match its name, no file is tracked (which it could be another name of), it is surely on no append-only
-// mount (or the library is off for it). decide_open's own first test of a write open; the open hooks ask
-// it before making a decision (issue 27).
-bool write_open_surely_left_alone(int dirfd, const char* path);
+// Whether decide_open surely leaves a write open alone (measured_length 0), told without a path buffer: no
+// pattern may match its name, no file is tracked (which it could be another name of), it is surely on no
+// append-only mount (or the library is off for it). decide_open's own first test of a write open; the open
+// hooks ask it before making a decision (issue 27).
+struct WriteOpenTriage {
+  size_t measured_length;  // 0: surely left alone; else strlen(path) + 1
+  bool name_may_match;
+};
+WriteOpenTriage write_open_triage(int dirfd, const char* path);
 // Called with the real call's result; returns what the hook returns.
 int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd);
 // A descriptor we did not open (inherited across exec, received over a socket), tracked if it is open

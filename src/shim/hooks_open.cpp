@@ -17,8 +17,8 @@ namespace {
 // (with a path buffer) must not give the read-only path a frame, nor the unmatched write open below.
 template <typename Call>
 [[gnu::noinline]] int open_with_decision(const char* function, int dirfd, const char* path, int flags,
-                                         Call call) {
-  OpenRequest request{function, dirfd, path, flags};
+                                         Call call, WriteOpenTriage triage = {0, false}) {
+  OpenRequest request{function, dirfd, path, flags, triage.measured_length, triage.name_may_match};
   OpenDecision decision;
   decide_open(request, decision);
   if (!decision.guarded && !decision.trace_only) {
@@ -59,8 +59,9 @@ template <typename Call>
 // call is open_with_decision's for such an open, whose rare EPERM (the append-only attribute) it decides.
 template <typename Call>
 [[gnu::noinline]] int open_deciding(const char* function, int dirfd, const char* path, int flags, Call call) {
-  if (!is_write_open(flags) || !write_open_surely_left_alone(dirfd, path))
-    return open_with_decision(function, dirfd, path, flags, call);
+  if (!is_write_open(flags)) return open_with_decision(function, dirfd, path, flags, call);
+  const WriteOpenTriage triage = write_open_triage(dirfd, path);
+  if (triage.measured_length != 0) return open_with_decision(function, dirfd, path, flags, call, triage);
   const int fd = call(flags);
   if (__builtin_expect(fd >= 0, 1)) {
     if ((flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL)) note_exclusive_create(fd);
