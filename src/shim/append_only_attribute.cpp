@@ -37,7 +37,7 @@ bool decide_append_only_retry(const OpenRequest& request, OpenDecision& decision
   }
   InternalScope internal;
   bool retry = false;
-  if (decision.path && has_append_only_attribute(request.dirfd, request.path) &&
+  if (has_append_only_attribute(request.dirfd, request.path) && decision.take_path() &&
       resolve_full_path(request.dirfd, request.path, decision.path)) {
     const int rewritten = rewrite_open_flags(request.flags);
     if (current_mode() == Mode::kEnforce && retries_on_append_only_file(error, request.flags, rewritten)) {

@@ -120,20 +120,18 @@ pid_t gettid_raw() {
 
 }  // namespace
 
+WriteOpenTriage write_open_triage(int dirfd, const char* path) {
+  if (!path || InternalScope::active() || current_mode() == Mode::kOff) return {0, false};
+  const size_t length = std::strlen(path);
+  const bool name_may_match = may_match_by_name(path, length);
+  if (!name_may_match && !g_files.any_live_file() && surely_off_append_only_mounts(dirfd, path, length))
+    return {0, false};
+  return {length + 1, name_may_match};
+}
+
 void decide_open(const OpenRequest& request, OpenDecision& decision) {
-  decision.guarded = false;
-  decision.trace_only = false;
-  decision.existed = false;
-  decision.rewrite_existing = false;
-  decision.exists = false;
-  decision.hold = false;
-  decision.by_name = false;
-  decision.spool = false;
-  decision.reuse_fd = -1;
-  decision.reuse_end = 0;
+  // `decision` is new (its defaults: nothing decided, issue 27 counts each store here).
   decision.flags = request.flags;
-  decision.refreshed = false;
-  decision.hold_decided = false;
   if (!request.path || InternalScope::active()) return;
   Mode mode = current_mode();
   if (mode == Mode::kOff) return;
@@ -141,11 +139,19 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
   if (!writes && __builtin_expect(any_held_sessions(), 0))
     commit_held_before_read(request.dirfd, request.path);
   if (!writes && !g_config->trace) return;
-  const size_t length = std::strlen(request.path);
-  decision.by_name = matched_by_name(request.dirfd, request.path, length, decision.path);
-  if (!decision.by_name && !(writes && opens_a_tracked_file(request.dirfd, request.path, decision.path))) {
+  // Measured by write_open_triage when the hook asked it.
+  const size_t length = request.measured_length ? request.measured_length - 1 : std::strlen(request.path);
+  const bool name_may_match =
+      request.measured_length ? request.name_may_match : may_match_by_name(request.path, length);
+  // The path buffer is taken only where the path is made (issue 27: an unmatched write open makes none).
+  decision.by_name =
+      name_may_match && matched_by_name_slowly(request.dirfd, request.path, length, decision.take_path());
+  if (!decision.by_name && !(writes && __builtin_expect(g_files.any_live_file(), 0) &&
+                             opens_a_tracked_file_slow(request.dirfd, request.path, decision.take_path()))) {
     // Not by name: a write open on an append-only mount is guarded all the same.
-    if (!writes || !on_append_only_mount(request.dirfd, request.path, length, decision.path)) return;
+    if (!writes || surely_off_append_only_mounts(request.dirfd, request.path, length) ||
+        !on_append_only_mount_made(request.dirfd, request.path, decision.take_path()))
+      return;
   }
   if (!writes) {
     decision.trace_only = true;

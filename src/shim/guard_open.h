@@ -28,6 +28,10 @@ struct OpenRequest {
   int dirfd;             // AT_FDCWD unless openat
   const char* path;
   int flags;
+  // What write_open_triage measured, for decide_open: strlen(path) + 1 (0: not measured), and whether a
+  // pattern may match the name.
+  size_t measured_length = 0;
+  bool name_may_match = false;
 };
 
 struct OpenDecision {
@@ -49,14 +53,31 @@ struct OpenDecision {
   dev_t refreshed_device = 0;
   bool hold_decided = false;
   const void* hold_table = nullptr;
-  // Absolute, normalized: a per-thread buffer, not on the stack (shim/path_scratch.h); null if no memory
-  // could be mapped.
-  PathBuffer path_buffer;
-  char* const path = path_buffer.get();
+  // Absolute, normalized: a per-thread buffer, not on the stack (shim/path_scratch.h), taken by
+  // take_path() only when the path is needed (issue 27: an unmatched write open needs none); null until
+  // then, and if no memory could be mapped. Set whenever `guarded` or `trace_only` is.
+  char* path = nullptr;
+  char* take_path() {
+    if (!path) path = path_buffer_.get();
+    return path;
+  }
+
+ private:
+  LazyPathBuffer path_buffer_;
 };
 
-// Fills `decision` for an open in the current mode. Cheap for every open we leave alone.
+// Fills `decision`, newly constructed (its defaults are the decision to leave the open alone), for an
+// open in the current mode. Cheap for every open we leave alone.
 void decide_open(const OpenRequest& request, OpenDecision& decision);
+// Whether decide_open surely leaves a write open alone (measured_length 0), told without a path buffer: no
+// pattern may match its name, no file is tracked (which it could be another name of), it is surely on no
+// append-only mount (or the library is off for it). decide_open's own first test of a write open; the open
+// hooks ask it before making a decision (issue 27).
+struct WriteOpenTriage {
+  size_t measured_length;  // 0: surely left alone; else strlen(path) + 1
+  bool name_may_match;
+};
+WriteOpenTriage write_open_triage(int dirfd, const char* path);
 // Called with the real call's result; returns what the hook returns.
 int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd);
 // A descriptor we did not open (inherited across exec, received over a socket), tracked if it is open

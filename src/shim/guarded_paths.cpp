@@ -223,16 +223,24 @@ bool surely_outside(const MountTable& table, const SplitPath& split) {
 
 }  // namespace
 
-bool on_append_only_mount(int dirfd, const char* path, size_t length, char* full_path) {
+bool surely_off_append_only_mounts(int dirfd, const char* path, size_t length) {
   const MountTable* table = g_mount_table.load(std::memory_order_acquire);
-  if (!table) return false;
+  if (!table) return true;
   if (path[0] == '/') {
     SplitPath split;
-    if (split_normal_path({}, {path, length}, split) && surely_outside(*table, split)) return false;
-  } else if (relative_surely_outside(*table, dirfd, {path, length})) {
-    return false;
+    return split_normal_path({}, {path, length}, split) && surely_outside(*table, split);
   }
-  return on_append_only_mount_slowly(dirfd, path, full_path, *table);
+  return relative_surely_outside(*table, dirfd, {path, length});
+}
+
+bool on_append_only_mount_made(int dirfd, const char* path, char* full_path) {
+  const MountTable* table = g_mount_table.load(std::memory_order_acquire);
+  return table && on_append_only_mount_slowly(dirfd, path, full_path, *table);
+}
+
+bool on_append_only_mount(int dirfd, const char* path, size_t length, char* full_path) {
+  return !surely_off_append_only_mounts(dirfd, path, length) &&
+         on_append_only_mount_made(dirfd, path, full_path);
 }
 
 bool guards_full_path(const char* full_path) {

@@ -20,9 +20,13 @@ bool descriptor_path(int fd, char* out, size_t capacity);
 // `length`: strlen(path), when the caller has it. Most names are told by the patterns' literal suffixes
 // here, inline; a name ending like a pattern, or with a digit (a descriptor's /proc name), goes on.
 bool matched_by_name_slowly(int dirfd, const char* path, size_t length, char* full_path);
-inline bool matched_by_name(int dirfd, const char* path, size_t length, char* full_path) {
+// False when matched_by_name is surely false, without a path buffer.
+inline bool may_match_by_name(const char* path, size_t length) {
   const char last = length ? path[length - 1] : '\0';
-  if ((last < '0' || last > '9') && !g_config->paths.could_match({path, length})) return false;
+  return (last >= '0' && last <= '9') || g_config->paths.could_match({path, length});
+}
+inline bool matched_by_name(int dirfd, const char* path, size_t length, char* full_path) {
+  if (!may_match_by_name(path, length)) return false;
   return matched_by_name_slowly(dirfd, path, length, full_path);
 }
 inline bool matched_by_name(int dirfd, const char* path, char* full_path) {
@@ -33,6 +37,10 @@ inline bool matched_by_name(int dirfd, const char* path, char* full_path) {
 // append-only mount points as given (a relative one with the working directory's name), without being
 // made (issue 27); any other is resolved and looked up.
 bool on_append_only_mount(int dirfd, const char* path, size_t length, char* full_path);
+// Its two steps: true when the path is surely on no append-only mount (no path buffer needed), and the
+// lookup of the path made (into `full_path`) for one that may be.
+bool surely_off_append_only_mounts(int dirfd, const char* path, size_t length);
+bool on_append_only_mount_made(int dirfd, const char* path, char* full_path);
 inline bool on_append_only_mount(int dirfd, const char* path, char* full_path) {
   return on_append_only_mount(dirfd, path, __builtin_strlen(path), full_path);
 }

@@ -28,7 +28,13 @@ void init_path_scratch();
 class PathLease {
  public:
   // `count` consecutive buffers of kMaxPath bytes (count <= kPathSlots).
-  explicit PathLease(size_t count) : count_(count) {
+  explicit PathLease(size_t count) { take(count); }
+  // None yet: take() leases them later (OpenDecision's, issue 27). Leases still end in the reverse order
+  // of their take().
+  PathLease() = default;
+  // Leases `count` buffers; once per lease.
+  void take(size_t count) {
+    count_ = count;
     const size_t used = t_path_slots_used;
     std::atomic_signal_fence(std::memory_order_seq_cst);
     char* const mapped = t_path_buffers;
@@ -69,6 +75,24 @@ class PathBuffer {
 
  private:
   PathLease lease_;
+};
+
+// One path buffer taken at the first get(), not before (issue 27: a write open of an unmatched name
+// needs none). Taken while no lease taken after this object's construction is live, so that leases still
+// end in the reverse order of their taking: OpenDecision's is taken within decide_open and its callers.
+class LazyPathBuffer {
+ public:
+  char* get() {
+    if (!taken_) {
+      taken_ = true;
+      lease_.take(1);
+    }
+    return lease_.get();
+  }
+
+ private:
+  PathLease lease_;
+  bool taken_ = false;
 };
 
 }  // namespace appendguard
