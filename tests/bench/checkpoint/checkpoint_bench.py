@@ -22,7 +22,7 @@ usage: scripts/bench checkpoint [BUILD_DIR] [WORKLOAD ...] [--rounds N] [--size 
   --dir DIR     where the saves go (default: a directory on /dev/shm; a store mount works too, e.g. an
                 appendonlyfs mount: without the library a save may then fail, which stops the bench)
 
-Needs the shared venv (APPENDGUARD_VENV, default /work/main/build/venv) with torch and safetensors.
+Needs the shared venv (APPENDGUARD_VENV, default build/venv) with torch and safetensors.
 Timings are printed, never judged: the exit status is 0 unless a child failed.
 """
 import argparse
@@ -43,7 +43,7 @@ LIBRARY = Path("src/shim/libappendguard.so")
 
 
 def python():
-    venv = os.environ.get("APPENDGUARD_VENV", "/work/main/build/venv")
+    venv = os.environ.get("APPENDGUARD_VENV", str(REPO / "build" / "venv"))
     candidate = Path(venv) / "bin" / "python"
     return str(candidate) if candidate.exists() else sys.executable
 

@@ -60,7 +60,7 @@ class Failed(Exception):
 
 
 def python():
-    venv = os.environ.get("APPENDGUARD_VENV", "/work/main/build/venv")
+    venv = os.environ.get("APPENDGUARD_VENV", str(REPO / "build" / "venv"))
     candidate = Path(venv) / "bin" / "python"
     return str(candidate) if candidate.exists() else sys.executable
 
