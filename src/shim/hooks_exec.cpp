@@ -160,10 +160,14 @@ int exec_carrying(const char* operation, char* const* envp, Exec&& exec, bool sp
   size_t n = 0;
   for_each_carried(exact, [&](int fd, Description* d) {
     if (n == count) return;  // a descriptor tracked meanwhile by another thread
+    // Read without pinning (this may be a vfork child): a description another thread closes meanwhile
+    // may have gone back to the kernel and read as zeros (core/page_pool.h), its file null.
+    const TrackedFile* file = d->file;
+    if (!file) return;
     CarriedFd& f = fds[n++];
     f.fd = fd;
-    f.device = d->file->device;
-    f.inode = d->file->inode;
+    f.device = file->device;
+    f.inode = file->inode;
     f.original_flags = d->site.original_flags;
     f.effective_flags = d->site.effective_flags;
     f.position = d->position;
