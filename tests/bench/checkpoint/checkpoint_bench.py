@@ -26,7 +26,6 @@ Needs the shared venv (APPENDGUARD_VENV, default build/venv) with torch and safe
 Timings are printed, never judged: the exit status is 0 unless a child failed.
 """
 import argparse
-import math
 import os
 import shutil
 import statistics
@@ -38,29 +37,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent.parent
+sys.path.insert(0, str(HERE.parent))
+from bench_common import load_average, median_interval, python  # noqa: E402
 WORKLOADS = ("dcp", "save_file")
 LIBRARY = Path("src/shim/libappendguard.so")
-
-
-def python():
-    venv = os.environ.get("APPENDGUARD_VENV", str(REPO / "build" / "venv"))
-    candidate = Path(venv) / "bin" / "python"
-    return str(candidate) if candidate.exists() else sys.executable
-
-
-def load_average():
-    try:
-        return open("/proc/loadavg").read().split()[0]
-    except OSError:
-        return "?"
-
-
-def median_interval(values):
-    """A distribution-free ~95% confidence interval of the median (binomial order statistics)."""
-    ordered = sorted(values)
-    n = len(ordered)
-    k = max(0, int((n - 1.96 * math.sqrt(n)) / 2))
-    return ordered[k], ordered[n - 1 - k]
 
 
 def environment(library, out):

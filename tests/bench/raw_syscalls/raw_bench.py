@@ -50,6 +50,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent.parent
+sys.path.insert(0, str(HERE.parent))
+from bench_common import load_average, python  # noqa: E402
 SETTINGS = ("none", "off", "auto", "always")
 TCMALLOC = "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4"
 CARGO_REGISTRY = "/usr/share/cargo/registry"  # Debian's librust-*-dev sources
@@ -57,19 +59,6 @@ CARGO_REGISTRY = "/usr/share/cargo/registry"  # Debian's librust-*-dev sources
 
 class Failed(Exception):
     pass
-
-
-def python():
-    venv = os.environ.get("APPENDGUARD_VENV", str(REPO / "build" / "venv"))
-    candidate = Path(venv) / "bin" / "python"
-    return str(candidate) if candidate.exists() else sys.executable
-
-
-def load_average():
-    try:
-        return open("/proc/loadavg").read().split()[0]
-    except OSError:
-        return "?"
 
 
 def build_rust_writer(work):
