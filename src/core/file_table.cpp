@@ -260,6 +260,7 @@ Description* FileTable::track(int fd, const OpenRecord& record) {
   }
   d->program_appends = record.program_appends;
   d->kernel_appends = record.kernel_appends;
+  d->store_renames = record.store_renames;
   d->readable_by_program = record.readable_by_program;
   d->shares_offset.store(record.shares_offset && !record.kernel_appends, std::memory_order_relaxed);
   d->starts_session = record.starts_session;

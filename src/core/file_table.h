@@ -113,6 +113,9 @@ constexpr SeekSiteAction seek_site_action(uint64_t before, uint64_t after, uint6
   return before == end || !recorded ? SeekSiteAction::kRecord : SeekSiteAction::kNone;
 }
 
+// What a guarded open found of its store's renames, for its close (issue 27: no lookup there).
+enum class StoreRenames : uint8_t { kUnknown, kYes, kNo };
+
 struct Description {
   // One for the table while descriptors point at it, one per guarded call in flight (FileTable::pin).
   std::atomic<uint32_t> refs{0};
@@ -156,6 +159,9 @@ struct Description {
   // bytes that holds it (FileTable's path pools, class path_class), given back when the description is.
   char* path = nullptr;
   uint8_t path_class = kNoPathClass;
+  // Whether the store holding the file renames, as its open found (shim/spool.cpp: the close looks it up
+  // only when unknown).
+  StoreRenames store_renames = StoreRenames::kUnknown;
 
   PositionState snapshot() const { return {position, file->end_of_file, program_appends, kernel_appends}; }
   void store(const PositionState& s) {
@@ -177,6 +183,7 @@ struct OpenRecord {
   bool shares_offset = false;
   bool starts_session = false;  // see Description::starts_session
   bool reused_session = false;
+  StoreRenames store_renames = StoreRenames::kUnknown;  // see Description::store_renames
   const OpenSite* site = nullptr;
 };
 

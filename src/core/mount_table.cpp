@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
@@ -240,6 +241,7 @@ void MountTable::load(std::string_view mountinfo, const MountSelection& selectio
     mounts_.push_back(std::move(mount));
   }
   devices_.clear();
+  last_known_device_ = 0;
   for (const Mount& mount : mounts_) devices_.push_back(mount.entry.device);
   std::sort(devices_.begin(), devices_.end());
   append_only_scope_.clear();
@@ -257,6 +259,7 @@ void MountTable::load(std::string_view mountinfo, const MountSelection& selectio
   }
   write_once_scope_.clear();
   no_rename_scope_.clear();
+  facts_scope_.clear();
   auto under = [this](std::string_view mount_point, auto&& of_kind) {
     for (const Mount& m : mounts_) {
       if (of_kind(m) && is_path_prefix(m.entry.mount_point, mount_point)) return true;
@@ -265,23 +268,37 @@ void MountTable::load(std::string_view mountinfo, const MountSelection& selectio
   };
   for (size_t i = 0; i < mounts_.size(); ++i) {
     const std::string_view point = mounts_[i].entry.mount_point;
-    if (under(point, [](const Mount& m) { return m.append_only; })) append_only_scope_.push_back(i);
-    if (under(point, [](const Mount& m) { return m.entry.kind == StoreKind::kWriteOnce; }))
-      write_once_scope_.push_back(i);
-    if (under(point, [](const Mount& m) { return !m.entry.renames; })) no_rename_scope_.push_back(i);
+    const Point p{point.size(), i};
+    if (under(point, [](const Mount& m) { return m.append_only; })) append_only_scope_.push_back(p);
+    const bool write_once =
+        under(point, [](const Mount& m) { return m.entry.kind == StoreKind::kWriteOnce; });
+    const bool no_rename = under(point, [](const Mount& m) { return !m.entry.renames; });
+    if (write_once) write_once_scope_.push_back(p);
+    if (no_rename) no_rename_scope_.push_back(p);
+    // The longest prefix among the mounts on or under one of either kind is the longest among all mounts
+    // whenever that one is of either kind, or on or under one (then it is in this scope).
+    if (write_once || no_rename) facts_scope_.push_back(p);
   }
 }
 
-const MountTable::Mount* MountTable::longest_prefix(const std::vector<size_t>& scope,
+const MountTable::Mount* MountTable::longest_prefix(const std::vector<Point>& scope,
                                                     std::string_view path) const {
   const Mount* best = nullptr;
-  for (size_t i : scope) {
-    const Mount* mount = &mounts_[i];
-    // ">=": of two mounts on one point the later one is on top.
-    if (is_path_prefix(mount->entry.mount_point, path) &&
-        (!best || mount->entry.mount_point.size() >= best->entry.mount_point.size())) {
-      best = mount;
+  size_t best_size = 0;
+  for (const Point& point : scope) {
+    // ">=": of two mounts on one point the later one is on top. A point longer than the path, or shorter
+    // than the best found, is not compared.
+    if (point.size > path.size() || point.size < best_size) continue;
+    const Mount* mount = &mounts_[point.index];
+    const char* chars = mount->entry.mount_point.data();
+    if (point.size == 1) {  // "/" (mount points are absolute)
+      if (chars[0] != '/') continue;
+    } else if (std::memcmp(chars, path.data(), point.size) != 0 ||
+               (point.size != path.size() && path[point.size] != '/')) {
+      continue;
     }
+    best = mount;
+    best_size = point.size;
   }
   return best;
 }
@@ -300,7 +317,13 @@ bool MountTable::under_append_only_point(const SplitPath& path) const {
 }
 
 bool MountTable::knows_device(dev_t device) const {
-  return std::binary_search(devices_.begin(), devices_.end(), device);
+  std::atomic_ref<size_t> last(last_known_device_);
+  const size_t index = last.load(std::memory_order_relaxed);
+  if (index < devices_.size() && devices_[index] == device) return true;
+  auto found = std::lower_bound(devices_.begin(), devices_.end(), device);
+  if (found == devices_.end() || *found != device) return false;
+  last.store(static_cast<size_t>(found - devices_.begin()), std::memory_order_relaxed);
+  return true;
 }
 
 StoreKind MountTable::store_kind_of(std::string_view path) const {
@@ -310,9 +333,29 @@ StoreKind MountTable::store_kind_of(std::string_view path) const {
 }
 
 bool MountTable::renames_at(std::string_view path) const {
-  if (no_rename_scope_.empty()) return true;  // every guarded close asks (spool.cpp)
+  if (no_rename_scope_.empty()) return true;
   const Mount* mount = longest_prefix(no_rename_scope_, path);
   return !mount || mount->entry.renames;
+}
+
+MountFacts MountTable::facts_of(std::string_view path) const {
+  MountFacts facts;
+  if (facts_scope_.empty()) return facts;
+  if (const Mount* mount = longest_prefix(facts_scope_, path)) {
+    facts.kind = mount->entry.kind;
+    facts.renames = mount->entry.renames;
+  }
+  return facts;
+}
+
+bool MountTable::clear_of_append_only_mounts(std::string_view directory) const {
+  if (directory.empty() || directory[0] != '/') return false;
+  for (const std::string& point : append_only_points_) {
+    // The point is the directory or one of its ancestors (every path under it is on it), or under it
+    // (a path under the directory may lead there).
+    if (is_path_prefix(point, directory) || is_path_prefix(directory, point)) return false;
+  }
+  return true;
 }
 
 size_t MountTable::describe_unguarded_fuse(char* out, size_t capacity) const {

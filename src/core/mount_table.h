@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +49,13 @@ struct MountEntry {
   dev_t device = 0;  // from the major:minor field, as stat's st_dev shows it
   // fuse.rclone only: the --vfs-cache-mode of the rclone process serving it (kUnknown: not seen).
   RcloneCacheMode rclone_mode = RcloneCacheMode::kUnknown;
+};
+
+// What the mount holding a path says about writing there (issue 27: a guarded open looked the mount up
+// four times, its close once more; now once per open, kept in the description for the close).
+struct MountFacts {
+  StoreKind kind = StoreKind::kAppends;
+  bool renames = true;
 };
 
 // Whether `entry` is an rclone mount whose cache accepts random writes like a local disk
@@ -110,6 +118,12 @@ class MountTable {
   bool any_write_once() const { return !write_once_scope_.empty(); }
   // Whether the mount holding `path` renames (true off every known store without rename).
   bool renames_at(std::string_view path) const;
+  // Both of them, from one lookup (the defaults when no mount is write-once or without rename).
+  MountFacts facts_of(std::string_view path) const;
+  // Whether every path under the absolute, normalized `directory` (made by appending a relative path
+  // without "." or ".." components) is surely on no append-only mount: no append-only mount point is the
+  // directory, one of its ancestors or under it. Pure, for the working directory's cache (mount_guard.h).
+  bool clear_of_append_only_mounts(std::string_view directory) const;
 
  private:
   struct Mount {
@@ -124,14 +138,52 @@ class MountTable {
   // those of the kind and every mount on or under one of them, in table order. The longest prefix among
   // them is of the kind exactly when the longest among all mounts is.
   std::vector<dev_t> devices_;  // every mount's, sorted: knows_device is a binary search (twice per open)
-  // Indices into mounts_ (a copied table stays right).
-  std::vector<size_t> append_only_scope_;
+  // The index in devices_ of the device knows_device found last (nearly every guarded open asks about the
+  // device of the one before): read and written with std::atomic_ref, relaxed (any index is checked).
+  mutable size_t last_known_device_ = 0;
+  // A mount of a scope as a lookup compares it: its point's length (a mount longer than the path, or shorter
+  // than the best found, is skipped before its characters are compared) and its index into mounts_
+  // (a copied table stays right).
+  struct Point {
+    size_t size;
+    size_t index;
+  };
+  std::vector<Point> append_only_scope_;
   std::vector<std::string> append_only_points_;  // the append-only mounts' points
   bool second_chars_[256] = {};                  // theirs (every one for a mount on "/")
   bool under_append_only_point(const SplitPath& path) const;
-  std::vector<size_t> write_once_scope_;
-  std::vector<size_t> no_rename_scope_;
-  const Mount* longest_prefix(const std::vector<size_t>& scope, std::string_view path) const;
+  std::vector<Point> write_once_scope_;
+  std::vector<Point> no_rename_scope_;
+  std::vector<Point> facts_scope_;  // both (facts_of): the mounts on or under one of either kind
+  const Mount* longest_prefix(const std::vector<Point>& scope, std::string_view path) const;
+};
+
+// What a chdir or fchdir changes, however it is made (libc's, a raw system call, glibc's own in nftw): the
+// directory's mount id and inode (statx, shim/mount_guard.cpp; a mount has one file system, whose inode
+// numbers are unique). Two names of one directory through two mounts (a bind mount) have two mount ids.
+struct DirectoryIdentity {
+  uint64_t mount_id = 0;
+  uint64_t inode = 0;
+  bool operator==(const DirectoryIdentity&) const = default;
+};
+
+// The last directory found clear of a table's append-only mounts (MountTable::clear_of_append_only_mounts)
+// by its identity (issue 27: a write open of a relative name asked for the working directory's name and
+// compared it with the mount points every time). Tables are never freed, so a table's address is not
+// reused for another.
+class ClearDirectoryCache {
+ public:
+  bool holds(const MountTable* table, const DirectoryIdentity& directory) const {
+    return table != nullptr && table == table_ && directory == directory_;
+  }
+  void remember(const MountTable* table, const DirectoryIdentity& directory) {
+    table_ = table;
+    directory_ = directory;
+  }
+
+ private:
+  const MountTable* table_ = nullptr;
+  DirectoryIdentity directory_;
 };
 
 }  // namespace appendguard

@@ -179,9 +179,11 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
       decision.refreshed = true;
       decision.refreshed_device = st.st_dev;
     }
-    decision.hold_table = g_all_mounts.load(std::memory_order_acquire);  // before: a change is seen
-    decision.hold = hold_mode_for(decision.path);
-    decision.hold_decided = true;
+    // The mount holding the path, looked up once (issue 27); the table read before: a change is seen.
+    decision.facts_table = g_all_mounts.load(std::memory_order_acquire);
+    if (decision.facts_table) decision.facts = decision.facts_table->facts_of(decision.path);
+    decision.facts_decided = true;
+    decision.hold = hold_mode_for(decision.facts.kind);
     decision.flags = rewrite_open_flags(request.flags);
     // A new file on a store without rename: the spool (shim/spool.h).
     decision.spool = spools(request, decision, exists);
@@ -256,12 +258,20 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
   record.program_appends = (request.flags & O_APPEND) != 0;
   record.readable_by_program = (request.flags & O_ACCMODE) == O_RDWR;
   // A new file's store is known only now (its device): decide_open could not refresh the mounts for it.
+  MountFacts facts = decision.facts;
+  bool facts_known = decision.facts_decided;
   if (g_config->mode == Mode::kEnforce && decision.reuse_fd < 0 && !decision.hold) {
     if (!decision.refreshed || decision.refreshed_device != st.st_dev) refresh_mounts_for(st.st_dev);
-    // Decided already, unless the table changed since (this open's new device, or another thread's).
-    if (!decision.hold_decided || g_all_mounts.load(std::memory_order_acquire) != decision.hold_table)
-      decision_hold_after_open = hold_mode_for(decision.path);
+    // Looked up already, unless the table changed since (this open's new device, or another thread's).
+    const MountTable* table = g_all_mounts.load(std::memory_order_acquire);
+    if (!decision.facts_decided || table != decision.facts_table) {
+      facts = table ? table->facts_of(decision.path) : MountFacts{};
+      facts_known = true;
+      decision_hold_after_open = hold_mode_for(facts.kind);
+    }
   }
+  // For the close (shim/spool.cpp), which then looks nothing up.
+  if (facts_known) record.store_renames = facts.renames ? StoreRenames::kYes : StoreRenames::kNo;
   // Held only where a reopen is expected: a file guarded by name (PyTorch's consolidation reopens its
   // *.safetensors), or everywhere under APPENDGUARD_REOPEN=hold. Another file guarded by its mount is
   // committed at its close, so that another process (another rank) reads it as without the library: a

@@ -14,6 +14,7 @@
 
 #include "core/carried_fds.h"
 #include "core/file_table.h"
+#include "core/mount_table.h"
 #include "core/open_flags.h"
 #include "core/write_all.h"
 #include "shim/path_scratch.h"
@@ -48,11 +49,14 @@ struct OpenDecision {
   uint64_t written_back = 0;      // rewrite: the existing bytes read and written back after truncating
   int flags = 0;                  // what to pass to the real call
   // What decide_open did already, which finish_open need not do again (issue 27): the mounts read again
-  // for this device, and `hold` decided with this table.
+  // for this device, and the mount holding the path looked up (once: its store kind decides `hold`, its
+  // renames `spool` and, kept in the description, what the close does) in `facts_table`, read before the
+  // lookup so that finish_open sees a table changed since (this open's new device, or another thread's).
   bool refreshed = false;
   dev_t refreshed_device = 0;
-  bool hold_decided = false;
-  const void* hold_table = nullptr;
+  bool facts_decided = false;
+  const MountTable* facts_table = nullptr;
+  MountFacts facts;
   // Absolute, normalized: a per-thread buffer, not on the stack (shim/path_scratch.h), taken by
   // take_path() only when the path is needed (issue 27: an unmatched write open needs none); null until
   // then, and if no memory could be mapped. Set whenever `guarded` or `trace_only` is.

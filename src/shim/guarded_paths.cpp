@@ -183,7 +183,7 @@ namespace {
 
 // Whether the split path may be a descriptor's /proc name (resolve_full_path reads its link): under /proc
 // or /dev/fd.
-bool may_name_a_descriptor(const SplitPath& split) {
+[[gnu::always_inline]] inline bool may_name_a_descriptor(const SplitPath& split) {
   const std::string_view head = split.head;
   if (split.tail.empty()) return head.starts_with("/proc/") || head.starts_with("/dev/fd/");
   // Relative: from a working directory in /proc, /dev/fd or /dev itself, or from "/".
@@ -192,7 +192,7 @@ bool may_name_a_descriptor(const SplitPath& split) {
 }
 
 // True when the path is told to be on no append-only mount without being made.
-bool surely_outside(const MountTable& table, const SplitPath& split) {
+[[gnu::always_inline]] inline bool surely_outside(const MountTable& table, const SplitPath& split) {
   return !may_name_a_descriptor(split) && !table.may_be_on_append_only_mount(split);
 }
 
@@ -201,8 +201,22 @@ bool surely_outside(const MountTable& table, const SplitPath& split) {
   return resolve_full_path(dirfd, path, full_path) && table.append_only_mount_of(full_path);
 }
 
+// Whether the relative `path` has no ".", ".." or empty component and does not end with '/' (then it names
+// something under its base directory, as split_normal_path would have it). Short names, nearly all, are
+// scanned here: has_slash_before_slash_or_dot pads them into a buffer first.
+bool plain_relative(std::string_view path) {
+  if (path.empty() || path[0] == '.' || path.back() == '/') return false;
+  if (path.size() > 32) return !has_slash_before_slash_or_dot(path.data(), path.size());
+  for (size_t i = 0; i + 1 < path.size(); ++i) {
+    if (path[i] == '/' && (path[i + 1] == '/' || path[i + 1] == '.')) return false;
+  }
+  return true;
+}
+
 // A relative path: the base directory's name is needed (getcwd, or the dirfd's link), not the joined path.
-[[gnu::noinline]] bool relative_surely_outside(const MountTable& table, int dirfd, std::string_view path) {
+[[gnu::noinline]] bool relative_surely_outside_slowly(const MountTable& table, int dirfd,
+                                                      std::string_view path, bool plain,
+                                                      const DirectoryIdentity& directory) {
   PathLease lease(1);
   char* base = lease.get();
   if (!base) return false;
@@ -218,7 +232,21 @@ bool surely_outside(const MountTable& table, const SplitPath& split) {
     length = std::strlen(base);
   }
   SplitPath split;
-  return split_normal_path({base, length}, path, split) && surely_outside(table, split);
+  if (!split_normal_path({base, length}, path, split)) return false;
+  // Every plain path from this directory is outside: remembered by the directory's identity.
+  if (plain && !may_name_a_descriptor({{base, length}, "x"}) &&
+      table.clear_of_append_only_mounts({base, length}))
+    remember_clear_directory(table, dirfd, directory);
+  return surely_outside(table, split);
+}
+
+// Not even the name from a directory this thread found clear of the append-only mounts (mount_guard.h:
+// keyed by the directory's identity, which a chdir or fchdir changes), for a plain relative path (issue 27).
+inline bool relative_surely_outside(const MountTable& table, int dirfd, std::string_view path) {
+  const bool plain = plain_relative(path);
+  DirectoryIdentity directory;
+  if (plain && directory_known_clear(table, dirfd, directory)) return true;
+  return relative_surely_outside_slowly(table, dirfd, path, plain, directory);
 }
 
 }  // namespace

@@ -264,9 +264,9 @@ void start_committer() {
 
 }  // namespace
 
-bool hold_mode_for(const char* full_path) {
+bool hold_mode_for(StoreKind kind) {
   if (g_config->reopen == Reopen::kAppend || g_config->reopen == Reopen::kRewrite) return false;
-  return reopen_choice(g_config->reopen, store_kind_of(full_path)) == ReopenChoice::kHold;
+  return reopen_choice(g_config->reopen, kind) == ReopenChoice::kHold;
 }
 
 // Held sessions use descriptors (issue 24, item 9: with RLIMIT_NOFILE at 64, a program writing 200 files

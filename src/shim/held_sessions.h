@@ -18,9 +18,9 @@ inline bool any_held_sessions() {
   return g_held_count.load(std::memory_order_relaxed) != 0;
 }
 
-// Whether files opened for writing at `full_path` start held sessions (APPENDGUARD_REOPEN=hold, or auto
-// on a write-once store).
-bool hold_mode_for(const char* full_path);
+// Whether files opened for writing on a store of `kind` (MountTable::facts_of, looked up once per open)
+// start held sessions (APPENDGUARD_REOPEN=hold, or auto on a write-once store).
+bool hold_mode_for(StoreKind kind);
 
 // The program closes `fd`, tracked as `d`: if the session is to be held, forgets the descriptor for the
 // program, keeps it open (close-on-exec) and returns true; the program's close then returns 0. On a store

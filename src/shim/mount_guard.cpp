@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "core/lock.h"
+#include "shim/real_io.h"
 #include "shim/runtime.h"
 
 namespace appendguard {
@@ -95,6 +97,46 @@ dev_t g_refreshed_for[kMaxRefreshes] = {};
 size_t g_refresh_count = 0;
 
 }  // namespace
+
+namespace {
+
+#ifndef STATX_MNT_ID
+#define STATX_MNT_ID 0x00001000U
+#endif
+
+// One per thread (a vfork child's is its parent's, a fork child's a copy: it is keyed by the directory
+// itself, so it is never wrong for another working directory).
+__attribute__((tls_model("initial-exec"))) constinit thread_local ClearDirectoryCache t_clear_directory;
+
+// The directory's identity; false when statx cannot tell it (before Linux 5.8 it has no mount id).
+bool identify_directory(int dirfd, DirectoryIdentity& identity) {
+  struct statx st;
+  // libc's syscall(): from libc's text, not trapped by the raw-system-call layer.
+  if (real_syscall(SYS_statx, dirfd, "", AT_EMPTY_PATH, STATX_INO | STATX_MNT_ID, &st) != 0 ||
+      !(st.stx_mask & STATX_MNT_ID)) {
+    return false;
+  }
+  identity.mount_id = st.stx_mnt_id;
+  identity.inode = st.stx_ino;
+  return true;
+}
+
+}  // namespace
+
+bool directory_known_clear(const MountTable& table, int dirfd, DirectoryIdentity& identity) {
+  if (!identify_directory(dirfd, identity)) {
+    identity.mount_id = 0;
+    return false;
+  }
+  return t_clear_directory.holds(&table, identity);
+}
+
+void remember_clear_directory(const MountTable& table, int dirfd, const DirectoryIdentity& identity) {
+  // Read again: a chdir of another thread between the first statx and the name read is not remembered.
+  DirectoryIdentity now;
+  if (identity.mount_id == 0 || !identify_directory(dirfd, now) || !(now == identity)) return;
+  t_clear_directory.remember(&table, identity);
+}
 
 void refresh_mounts_for(dev_t device) {
   const MountTable* all = g_all_mounts.load(std::memory_order_acquire);

@@ -37,6 +37,15 @@ inline StoreKind store_kind_of(const char* full_path) {
   const MountTable* table = g_all_mounts.load(std::memory_order_acquire);
   return table && table->any_write_once() ? table->store_kind_of(full_path) : StoreKind::kAppends;
 }
+// Whether every relative path without ".", ".." or empty components from the directory `dirfd` names
+// (AT_FDCWD: the working directory) is surely on no append-only mount of `table`, as this thread found for
+// the same directory before (remember_clear_directory). `identity` receives the directory's (a statx: what
+// a chdir or fchdir changes); false when it is not known clear, or when statx cannot tell (then `identity`
+// has mount id 0).
+bool directory_known_clear(const MountTable& table, int dirfd, DirectoryIdentity& identity);
+// The directory `dirfd` names was found clear (MountTable::clear_of_append_only_mounts of its name, read
+// after `identity` was): remembered if it is still the directory of that identity.
+void remember_clear_directory(const MountTable& table, int dirfd, const DirectoryIdentity& identity);
 inline bool any_append_only_mount() {
   return g_mount_table.load(std::memory_order_relaxed) != nullptr;
 }

@@ -349,8 +349,13 @@ char* copy_string(const char* s) {
 }  // namespace
 
 void remember_closed_on_store(const Description* d) {
-  const MountTable* table = g_all_mounts.load(std::memory_order_acquire);
-  if (!table || table->renames_at(d->path)) return;
+  // As the open found it (issue 27: every guarded close looked the mount up); an adopted descriptor's is
+  // looked up.
+  if (d->store_renames == StoreRenames::kYes) return;
+  if (d->store_renames == StoreRenames::kUnknown) {
+    const MountTable* table = g_all_mounts.load(std::memory_order_acquire);
+    if (!table || table->renames_at(d->path)) return;
+  }
   SpoolGuard guard;
   for (const WrittenFile& w : g_written) {
     if (w.inode == d->file->inode && w.device == d->file->device) return;
@@ -363,8 +368,7 @@ bool spools(const OpenRequest& request, const OpenDecision& decision, bool exist
   // The flags first: only an exclusive create pays for the mount lookup (bench.instruction_budget's
   // guarded_cycle, a plain O_CREAT|O_TRUNC, went from +4,519 to +5,736 with the lookup first).
   if (!spools_open(request.flags, current_mode() == Mode::kEnforce, false, g_config->spool_off)) return false;
-  const MountTable* table = g_all_mounts.load(std::memory_order_acquire);
-  return table && !table->renames_at(decision.path);
+  return decision.facts_table && !decision.facts.renames;  // looked up once, in decide_open
 }
 
 int open_spooled(const OpenRequest& request, OpenDecision& decision) {

@@ -220,8 +220,99 @@ TEST_CASE("the lookups of a kind of mount give what the longest prefix among all
       const MountEntry* append_only = t.append_only_mount_of(path);
       CHECK(append_only == (is_append_only_mount(*any, chosen) ? any : nullptr));
       CHECK(t.store_kind_of(path) == any->kind);
+      // One lookup for both (issue 27: once per guarded open, kept for its close).
+      const MountFacts facts = t.facts_of(path);
+      CHECK(facts.kind == any->kind);
+      CHECK(facts.renames == any->renames);
+      CHECK(facts.renames == t.renames_at(path));
     }
   }
+}
+
+TEST_CASE("the facts of a path off every write-once store and every store without rename are the defaults") {
+  MountTable t;
+  t.load(
+      "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n40 22 0:35 / /mnt/aofs rw - fuse.appendonlyfs appendonlyfs:hdfs "
+      "rw\n",
+      MountSelection{});
+  for (const char* path : {"/", "/x", "/mnt/aofs/x", "/mnt/aofsx"}) {
+    CAPTURE(path);
+    CHECK(t.facts_of(path).kind == StoreKind::kAppends);
+    CHECK(t.facts_of(path).renames);
+  }
+  t.load(kMountinfo, MountSelection{});
+  // A mount point longer than the path, or a prefix that stops inside a component, is not the mount.
+  CHECK(t.facts_of("/mnt/s3").kind == StoreKind::kWriteOnce);
+  CHECK_FALSE(t.facts_of("/mnt/s3").renames);
+  CHECK(t.facts_of("/mnt/s").renames);
+  CHECK(t.facts_of("/mnt/s3x/y").renames);
+  CHECK(t.facts_of("/mnt/s3x/y").kind == StoreKind::kAppends);
+  CHECK(t.facts_of("/mnt/rclone/y").kind == StoreKind::kWriteOnce);
+  CHECK(t.facts_of("/mnt/rclone/y").renames);
+}
+
+TEST_CASE("a known device is found again at once, and an unknown one is not") {
+  MountTable t;
+  t.load(kMountinfo, MountSelection{});
+  for (int round = 0; round < 2; ++round) {
+    CHECK(t.knows_device(makedev(0, 37)));
+    CHECK(t.knows_device(makedev(0, 37)));  // the one found last
+    CHECK_FALSE(t.knows_device(makedev(0, 99)));
+    CHECK(t.knows_device(makedev(8, 1)));
+    CHECK_FALSE(t.knows_device(makedev(0, 99)));
+  }
+  const MountTable copy = t;  // the index is copied with the table, and checked
+  CHECK(copy.knows_device(makedev(8, 1)));
+  t.load("22 1 8:1 / / rw - ext4 /dev/sda1 rw\n", MountSelection{});
+  CHECK_FALSE(t.knows_device(makedev(0, 37)));
+  CHECK(t.knows_device(makedev(8, 1)));
+}
+
+TEST_CASE("a directory is clear of the append-only mounts when no point is it, above it or under it") {
+  MountTable t;
+  t.load(kMountinfo, MountSelection{});  // append-only: /mnt/aofs, /mnt/rclone, /export/hdfs, /mnt/s3...
+  CHECK(t.clear_of_append_only_mounts("/home/user"));
+  CHECK(t.clear_of_append_only_mounts("/mnt/other"));  // sshfs: not append-only
+  CHECK(t.clear_of_append_only_mounts("/mnt/aofsx"));  // a prefix inside a component is not a point
+  CHECK(t.clear_of_append_only_mounts("/export/hdfsx/a"));
+  CHECK_FALSE(t.clear_of_append_only_mounts("/mnt"));  // "mnt/aofs/x" from here is on one
+  CHECK_FALSE(t.clear_of_append_only_mounts("/"));
+  CHECK_FALSE(t.clear_of_append_only_mounts("/mnt/aofs"));
+  CHECK_FALSE(t.clear_of_append_only_mounts("/mnt/aofs/scratch"));  // a tmpfs inside: still not told
+  CHECK_FALSE(t.clear_of_append_only_mounts("/export"));
+  CHECK_FALSE(t.clear_of_append_only_mounts("/mnt/with space/d"));
+  CHECK_FALSE(t.clear_of_append_only_mounts("relative"));
+  CHECK_FALSE(t.clear_of_append_only_mounts(""));
+  t.load("22 1 8:1 / / rw - fuse.appendonlyfs appendonlyfs:hdfs rw\n", MountSelection{});
+  CHECK_FALSE(t.clear_of_append_only_mounts("/home"));  // a store on "/" holds every directory
+  // Clear means every plain path joined to the directory is off the append-only mounts.
+  t.load(kMountinfo, MountSelection{});
+  for (const char* directory : {"/home/user", "/mnt/other", "/mnt/aofsx", "/", "/mnt", "/export"}) {
+    if (!t.clear_of_append_only_mounts(directory)) continue;
+    for (const char* name : {"x", "aofs/x", "mnt/aofs/x", "a/b/c"}) {
+      const std::string full = std::string(directory) + "/" + name;
+      CAPTURE(full);
+      CHECK(t.append_only_mount_of(full) == nullptr);
+    }
+  }
+}
+
+TEST_CASE("the clear directory cache answers only for the same directory and table") {
+  MountTable one;
+  MountTable two;
+  ClearDirectoryCache cache;
+  const DirectoryIdentity home{30, 1234};
+  CHECK_FALSE(cache.holds(&one, home));
+  CHECK_FALSE(cache.holds(nullptr, DirectoryIdentity{}));  // empty: a zero identity is not held
+  cache.remember(&one, home);
+  CHECK(cache.holds(&one, home));
+  CHECK_FALSE(cache.holds(&two, home));                         // the table changed (a refresh)
+  CHECK_FALSE(cache.holds(&one, DirectoryIdentity{30, 1235}));  // a chdir to another directory
+  CHECK_FALSE(cache.holds(&one, DirectoryIdentity{31, 1234}));  // the same inode through another mount
+  CHECK_FALSE(cache.holds(nullptr, home));
+  cache.remember(&two, DirectoryIdentity{31, 1234});
+  CHECK_FALSE(cache.holds(&one, home));
+  CHECK(cache.holds(&two, DirectoryIdentity{31, 1234}));
 }
 
 TEST_CASE("a path no append-only mount can hold is told without joining it") {
