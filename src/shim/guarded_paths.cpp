@@ -242,7 +242,7 @@ bool plain_relative(std::string_view path) {
 
 // Not even the name from a directory this thread found clear of the append-only mounts (mount_guard.h:
 // keyed by the directory's identity, which a chdir or fchdir changes), for a plain relative path (issue 27).
-inline bool relative_surely_outside(const MountTable& table, int dirfd, std::string_view path) {
+[[gnu::noinline]] bool relative_surely_outside(const MountTable& table, int dirfd, std::string_view path) {
   const bool plain = plain_relative(path);
   DirectoryIdentity directory;
   if (plain && directory_known_clear(table, dirfd, directory)) return true;
