@@ -316,10 +316,8 @@ bool MountTable::under_append_only_point(const SplitPath& path) const {
   return false;
 }
 
-bool MountTable::knows_device(dev_t device) const {
+bool MountTable::knows_device_slowly(dev_t device) const {
   std::atomic_ref<size_t> last(last_known_device_);
-  const size_t index = last.load(std::memory_order_relaxed);
-  if (index < devices_.size() && devices_[index] == device) return true;
   auto found = std::lower_bound(devices_.begin(), devices_.end(), device);
   if (found == devices_.end() || *found != device) return false;
   last.store(static_cast<size_t>(found - devices_.begin()), std::memory_order_relaxed);

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -109,7 +110,11 @@ class MountTable {
   }
   // Whether some mount has this device (a file on a device the table does not know is on a mount made
   // after the table was read).
-  bool knows_device(dev_t device) const;
+  bool knows_device(dev_t device) const {
+    // Nearly every guarded open asks about the device the one before it asked about.
+    const size_t index = std::atomic_ref<size_t>(last_known_device_).load(std::memory_order_relaxed);
+    return (index < devices_.size() && devices_[index] == device) || knows_device_slowly(device);
+  }
   // The mount holding `path` (any mount), or null.
   const MountEntry* mount_entry_of(std::string_view path) const;
   // The kind of the mount holding `path` (any mount: a file guarded by name may be on any of them).
@@ -141,6 +146,7 @@ class MountTable {
   // The index in devices_ of the device knows_device found last (nearly every guarded open asks about the
   // device of the one before): read and written with std::atomic_ref, relaxed (any index is checked).
   mutable size_t last_known_device_ = 0;
+  bool knows_device_slowly(dev_t device) const;
   // A mount of a scope as a lookup compares it: its point's length (a mount longer than the path, or shorter
   // than the best found, is skipped before its characters are compared) and its index into mounts_
   // (a copied table stays right).

@@ -264,11 +264,6 @@ void start_committer() {
 
 }  // namespace
 
-bool hold_mode_for(StoreKind kind) {
-  if (g_config->reopen == Reopen::kAppend || g_config->reopen == Reopen::kRewrite) return false;
-  return reopen_choice(g_config->reopen, kind) == ReopenChoice::kHold;
-}
-
 // Held sessions use descriptors (issue 24, item 9: with RLIMIT_NOFILE at 64, a program writing 200 files
 // one at a time got EMFILE from its 58th file on, and nothing said why). The number a session keeps was
 // the lowest free one at its open, so every number below it was in use then: when it comes within a

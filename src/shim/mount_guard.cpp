@@ -138,9 +138,7 @@ void remember_clear_directory(const MountTable& table, int dirfd, const Director
   t_clear_directory.remember(&table, identity);
 }
 
-void refresh_mounts_for(dev_t device) {
-  const MountTable* all = g_all_mounts.load(std::memory_order_acquire);
-  if (!all || all->knows_device(device)) return;
+void refresh_mounts_after_start(dev_t device) {
   {
     LockGuard guard(g_refresh_lock);
     for (size_t i = 0; i < g_refresh_count; ++i) {

@@ -20,7 +20,7 @@ void load_mount_table();
 // A guarded file is on `device`, which no mount of the table has: a mount made after the table was
 // read. Reads mountinfo again (at most once per such device, for at most 16 devices), so that the
 // store's kind is known. Only guarded opens call it, with the st_dev they have already.
-void refresh_mounts_for(dev_t device);
+void refresh_mounts_after_start(dev_t device);
 
 // Null when no mount is append-only. Replaced tables are never freed (a reader may still use one).
 extern APPENDGUARD_HIDDEN std::atomic<const MountTable*> g_mount_table;
@@ -46,6 +46,13 @@ bool directory_known_clear(const MountTable& table, int dirfd, DirectoryIdentity
 // The directory `dirfd` names was found clear (MountTable::clear_of_append_only_mounts of its name, read
 // after `identity` was): remembered if it is still the directory of that identity.
 void remember_clear_directory(const MountTable& table, int dirfd, const DirectoryIdentity& identity);
+// refresh_mounts_after_start(device) unless the table knows the device (inline: every guarded open of an
+// existing file asks).
+inline void refresh_mounts_for(dev_t device) {
+  const MountTable* all = g_all_mounts.load(std::memory_order_acquire);
+  if (!all || all->knows_device(device)) return;
+  refresh_mounts_after_start(device);
+}
 inline bool any_append_only_mount() {
   return g_mount_table.load(std::memory_order_relaxed) != nullptr;
 }
