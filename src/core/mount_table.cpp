@@ -293,9 +293,10 @@ const MountTable::Mount* MountTable::longest_prefix(const std::vector<Point>& sc
     const char* chars = mount->entry.mount_point.data();
     if (point.size == 1) {  // "/" (mount points are absolute)
       if (chars[0] != '/') continue;
-    } else if (std::memcmp(chars, path.data(), point.size) != 0 ||
-               (point.size != path.size() && path[point.size] != '/')) {
-      continue;
+    } else if ((point.size != path.size() && path[point.size] != '/') ||
+               chars[point.size - 1] != path[point.size - 1] ||
+               std::memcmp(chars, path.data(), point.size - 1) != 0) {
+      continue;  // the path goes on inside a component, or ends differently: no memcmp for most mounts
     }
     best = mount;
     best_size = point.size;
