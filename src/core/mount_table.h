@@ -182,9 +182,13 @@ class ClearDirectoryCache {
   bool holds(const MountTable* table, const DirectoryIdentity& directory) const {
     return table != nullptr && table == table_ && directory == directory_;
   }
+  // The table last: a signal handler's open interrupting this sees no table, not a mixed entry.
   void remember(const MountTable* table, const DirectoryIdentity& directory) {
-    table_ = table;
+    table_ = nullptr;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
     directory_ = directory;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    table_ = table;
   }
 
  private:
