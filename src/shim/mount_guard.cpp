@@ -98,37 +98,23 @@ size_t g_refresh_count = 0;
 
 }  // namespace
 
-namespace {
-
 #ifndef STATX_MNT_ID
 #define STATX_MNT_ID 0x00001000U
 #endif
 
-// One per thread (a vfork child's is its parent's, a fork child's a copy: it is keyed by the directory
-// itself, so it is never wrong for another working directory).
 __attribute__((tls_model("initial-exec"))) constinit thread_local ClearDirectoryCache t_clear_directory;
 
-// The directory's identity; false when statx cannot tell it (before Linux 5.8 it has no mount id).
 bool identify_directory(int dirfd, DirectoryIdentity& identity) {
   struct statx st;
   // libc's syscall(): from libc's text, not trapped by the raw-system-call layer.
   if (real_syscall(SYS_statx, dirfd, "", AT_EMPTY_PATH, STATX_INO | STATX_MNT_ID, &st) != 0 ||
       !(st.stx_mask & STATX_MNT_ID)) {
+    identity.mount_id = 0;
     return false;
   }
   identity.mount_id = st.stx_mnt_id;
   identity.inode = st.stx_ino;
   return true;
-}
-
-}  // namespace
-
-bool directory_known_clear(const MountTable& table, int dirfd, DirectoryIdentity& identity) {
-  if (!identify_directory(dirfd, identity)) {
-    identity.mount_id = 0;
-    return false;
-  }
-  return t_clear_directory.holds(&table, identity);
 }
 
 void remember_clear_directory(const MountTable& table, int dirfd, const DirectoryIdentity& identity) {

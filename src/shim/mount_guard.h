@@ -42,7 +42,7 @@ inline StoreKind store_kind_of(const char* full_path) {
 // the same directory before (remember_clear_directory). `identity` receives the directory's (a statx: what
 // a chdir or fchdir changes); false when it is not known clear, or when statx cannot tell (then `identity`
 // has mount id 0).
-bool directory_known_clear(const MountTable& table, int dirfd, DirectoryIdentity& identity);
+inline bool directory_known_clear(const MountTable& table, int dirfd, DirectoryIdentity& identity);  // below
 // The directory `dirfd` names was found clear (MountTable::clear_of_append_only_mounts of its name, read
 // after `identity` was): remembered if it is still the directory of that identity.
 void remember_clear_directory(const MountTable& table, int dirfd, const DirectoryIdentity& identity);
@@ -52,6 +52,16 @@ inline void refresh_mounts_for(dev_t device) {
   const MountTable* all = g_all_mounts.load(std::memory_order_acquire);
   if (!all || all->knows_device(device)) return;
   refresh_mounts_after_start(device);
+}
+// This thread's directory found clear last (a vfork child's is its parent's, a fork child's a copy: keyed
+// by the directory itself, it is never wrong for another working directory).
+extern APPENDGUARD_HIDDEN
+    __attribute__((tls_model("initial-exec"))) constinit thread_local ClearDirectoryCache t_clear_directory;
+// The identity of the directory `dirfd` names (AT_FDCWD: the working directory); false (and mount id 0)
+// when statx cannot tell it (before Linux 5.8 it has no mount id).
+bool identify_directory(int dirfd, DirectoryIdentity& identity);
+inline bool directory_known_clear(const MountTable& table, int dirfd, DirectoryIdentity& identity) {
+  return identify_directory(dirfd, identity) && t_clear_directory.holds(&table, identity);
 }
 inline bool any_append_only_mount() {
   return g_mount_table.load(std::memory_order_relaxed) != nullptr;
