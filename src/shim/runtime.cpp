@@ -14,6 +14,7 @@
 #include <cstring>
 #include <new>
 
+#include "compat/stat_compat.h"
 #include "core/carried_fds.h"
 #include "core/path.h"
 #include "core/pattern_check.h"
@@ -156,6 +157,7 @@ void initialize() {
   const pid_t self = raw_getpid();
   g_owner_pid.store(self, std::memory_order_relaxed);
   FileTable::use_system_call(real_syscall.get());  // the registry's signal masks: libc's, not our hook
+  compat::use_libc_syscall(real_syscall.get());    // fstatat64 and the fstat fallbacks likewise
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
   load_mount_table();
   remember_guarding_settings();
