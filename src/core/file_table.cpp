@@ -11,7 +11,7 @@ namespace appendguard {
 
 __attribute__((tls_model("initial-exec"))) constinit thread_local TrackedFile* t_held_file = nullptr;
 
-constinit Description g_closed_by_program;
+constinit Description g_closed_by_program{};
 
 namespace {
 
@@ -198,7 +198,8 @@ void FileTable::unindex_live_file(TrackedFile* file) {
   }
 }
 
-TrackedFile* FileTable::acquire_file(dev_t device, ino_t inode, uint64_t size) {
+TrackedFile* FileTable::acquire_file(dev_t device, ino_t inode, uint64_t size, bool& created) {
+  created = false;
   if (TrackedFile* f = find_live_file(device, inode)) {
     ++f->descriptions;
     if (live_files_changed_) live_files_changed_(true);  // the opening thread's selector (auto)
@@ -221,6 +222,7 @@ TrackedFile* FileTable::acquire_file(dev_t device, ino_t inode, uint64_t size) {
   f->live_index = live_file_count_;
   live_files_[live_file_count_++] = f;
   live_file_count_published_.store(live_file_count_, std::memory_order_relaxed);
+  created = true;
   // Every new file, not only the first: a child sharing our memory (vfork) that released files of the
   // table may have told the callback there were none left.
   if (live_files_changed_) live_files_changed_(true);
@@ -230,7 +232,8 @@ TrackedFile* FileTable::acquire_file(dev_t device, ino_t inode, uint64_t size) {
 Description* FileTable::track(int fd, const OpenRecord& record) {
   if (fd < 0 || fd >= kMaxTrackedFd || !slots_.reserve(fd)) return nullptr;
   RegistryGuard guard(registry_);
-  TrackedFile* file = acquire_file(record.device, record.inode, record.size);
+  bool created;
+  TrackedFile* file = acquire_file(record.device, record.inode, record.size, created);
   if (!file) return nullptr;
   bool fresh = false;
   void* memory = descriptions_.allocate(fresh);
@@ -242,7 +245,13 @@ Description* FileTable::track(int fd, const OpenRecord& record) {
   // racing its close may still be loading `refs` (0 until the release store below) to pin it. Every other
   // field is assigned here; the atomic ones atomically.
   auto* d = fresh ? new (memory) Description : static_cast<Description*>(memory);
-  {
+  if (created) {
+    // A file tracked just now holds the opened size and reserves nothing, and no other thread can reach
+    // it (only through the registry we hold, or a description, and none refers to it yet): no lock.
+    d->file = file;
+    d->position = record.position;
+    d->reported_once = 0;
+  } else {
     FileLockGuard file_guard(file);
     // A file already open here may have bytes the filesystem does not report yet (HDFS shows only
     // flushed data), so the larger end wins, unless this open truncated the file. A size within a
@@ -266,7 +275,11 @@ Description* FileTable::track(int fd, const OpenRecord& record) {
   d->reused_session = record.reused_session;
   d->commit_requested.store(false, std::memory_order_relaxed);
   d->descriptors = 1;
-  d->site = record.site ? *record.site : OpenSite{};
+  if (record.site) {
+    copy_open_site(d->site, *record.site);
+  } else {
+    d->site = OpenSite{};
+  }
   d->seek_site_.store(nullptr, std::memory_order_relaxed);  // recycle_description unmapped any
   set_path(d, record.path);
   d->refs.store(1, std::memory_order_release);
