@@ -91,7 +91,9 @@ inline void copy_open_site(OpenSite& to, const OpenSite& from) {
   to.pid = from.pid;
   to.tid = from.tid;
   to.frame_count = from.frame_count;
-  const int count = from.frame_count < 0 ? 0 : from.frame_count < kOpenFrames ? from.frame_count : kOpenFrames;
+  const int count = from.frame_count < 0             ? 0
+                    : from.frame_count < kOpenFrames ? from.frame_count
+                                                     : kOpenFrames;
   for (int i = 0; i < count; ++i) to.frames[i] = from.frames[i];
 }
 

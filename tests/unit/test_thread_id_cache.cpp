@@ -28,7 +28,8 @@ TEST_CASE("ThreadIdCache asks once per process and again after forget", "[thread
   CHECK(asked == 3);
 }
 
-TEST_CASE("ThreadIdCache: an ask interrupted by another (a signal handler) leaves a valid id", "[thread_id_cache]") {
+TEST_CASE("ThreadIdCache: an ask interrupted by another (a signal handler) leaves a valid id",
+          "[thread_id_cache]") {
   ThreadIdCache cache;
   // The handler runs inside the first ask (as if it interrupted it) and fills the cache itself.
   auto outer = [&] {
