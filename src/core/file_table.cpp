@@ -113,18 +113,23 @@ void FileTable::recycle_unpinned(Description* d) {
 
 namespace {
 
-size_t identity_hash(dev_t device, ino_t inode) {
+// 32 bits: the index never has 2^32 slots (twice the live files at most, plus room to grow).
+uint32_t identity_hash(dev_t device, ino_t inode) {
   uint64_t h = (static_cast<uint64_t>(inode) * 0x9E3779B97F4A7C15ULL) ^
                (static_cast<uint64_t>(device) * 0xC2B2AE3D27D4EB4FULL);
-  return static_cast<size_t>(h ^ (h >> 29));
+  return static_cast<uint32_t>(h ^ (h >> 29));
 }
 
 }  // namespace
 
 TrackedFile* FileTable::find_live_file(dev_t device, ino_t inode) const {
+  return find_live_file(device, inode, identity_hash(device, inode));
+}
+
+TrackedFile* FileTable::find_live_file(dev_t device, ino_t inode, uint32_t hash) const {
   if (file_index_capacity_ == 0) return nullptr;
   const size_t mask = file_index_capacity_ - 1;
-  for (size_t i = identity_hash(device, inode) & mask;; i = (i + 1) & mask) {
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
     TrackedFile* f = file_index_[i];
     if (!f || (f->device == device && f->inode == inode)) return f;
   }
@@ -141,7 +146,7 @@ bool FileTable::rebuild_index(size_t capacity) {
   if (!rebuilt) return false;
   for (size_t i = 0; i < live_file_count_; ++i) {
     TrackedFile* f = live_files_[i];
-    size_t slot = identity_hash(f->device, f->inode) & (capacity - 1);
+    size_t slot = f->index_hash & (capacity - 1);
     while (rebuilt[slot]) slot = (slot + 1) & (capacity - 1);
     rebuilt[slot] = f;
   }
@@ -174,7 +179,7 @@ bool FileTable::index_live_file(TrackedFile* file) {
       !rebuild_index(file_index_capacity_ ? file_index_capacity_ * 2 : 512))
     return false;
   const size_t mask = file_index_capacity_ - 1;
-  size_t slot = identity_hash(file->device, file->inode) & mask;
+  size_t slot = file->index_hash & mask;
   while (file_index_[slot]) slot = (slot + 1) & mask;
   file_index_[slot] = file;
   return true;
@@ -183,13 +188,13 @@ bool FileTable::index_live_file(TrackedFile* file) {
 void FileTable::unindex_live_file(TrackedFile* file) {
   if (file_index_capacity_ == 0) return;
   const size_t mask = file_index_capacity_ - 1;
-  size_t hole = identity_hash(file->device, file->inode) & mask;
+  size_t hole = file->index_hash & mask;
   while (file_index_[hole] && file_index_[hole] != file) hole = (hole + 1) & mask;
   if (!file_index_[hole]) return;
   file_index_[hole] = nullptr;
   // Linear probing's deletion: every entry after the hole that may not stay where it is moves into it.
   for (size_t j = (hole + 1) & mask; file_index_[j]; j = (j + 1) & mask) {
-    size_t home = identity_hash(file_index_[j]->device, file_index_[j]->inode) & mask;
+    size_t home = file_index_[j]->index_hash & mask;
     bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
     if (stays) continue;
     file_index_[hole] = file_index_[j];
@@ -200,7 +205,8 @@ void FileTable::unindex_live_file(TrackedFile* file) {
 
 TrackedFile* FileTable::acquire_file(dev_t device, ino_t inode, uint64_t size, bool& created) {
   created = false;
-  if (TrackedFile* f = find_live_file(device, inode)) {
+  const uint32_t hash = identity_hash(device, inode);
+  if (TrackedFile* f = find_live_file(device, inode, hash)) {
     ++f->descriptions;
     if (live_files_changed_) live_files_changed_(true);  // the opening thread's selector (auto)
     return f;
@@ -213,6 +219,7 @@ TrackedFile* FileTable::acquire_file(dev_t device, ino_t inode, uint64_t size, b
   auto* f = new (memory) TrackedFile;
   f->device = device;
   f->inode = inode;
+  f->index_hash = hash;
   f->end_of_file = size;
   f->descriptions = 1;
   if (!index_live_file(f)) {

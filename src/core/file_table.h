@@ -30,6 +30,10 @@ constexpr uint8_t kNoPathClass = 0xff;  // Description::path_class of a path in 
 
 struct TrackedFile {
   Lock lock;  // serializes check + write for every description on this file
+  // Its identity's hash in FileTable's index (registry lock held), kept so that neither the index's
+  // insertion nor its deletions hash an identity again (issue 27: a close with 10,000 files open rehashed
+  // each entry its deletion moved). In the padding after the lock: no bigger.
+  uint32_t index_hash = 0;
   dev_t device = 0;
   ino_t inode = 0;
   uint64_t end_of_file = 0;  // guarded by lock
@@ -357,6 +361,7 @@ class FileTable {
   TrackedFile** file_index_ = nullptr;
   size_t file_index_capacity_ = 0;
   TrackedFile* find_live_file(dev_t device, ino_t inode) const;  // registry_ held
+  TrackedFile* find_live_file(dev_t device, ino_t inode, uint32_t hash) const;  // the same, hashed
   bool index_live_file(TrackedFile* file);                       // registry_ held; false: out of memory
   bool rebuild_index(size_t capacity);                           // registry_ held; false: out of memory
   bool resize_live_files(size_t capacity);                       // registry_ held; false: out of memory
