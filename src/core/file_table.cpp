@@ -67,10 +67,8 @@ class FileLockGuard {
 // anything but NUL (a path fills at most all but it), so a reader racing a recycle reads a string that
 // ends within its buffer (a path being written, another one, or zeros), never past it.
 char g_no_path[1] = "";
-size_t path_class(size_t bytes) {
-  size_t c = 0;
-  while ((size_t{64} << c) < bytes) ++c;
-  return c;
+size_t path_class(size_t bytes) {  // 1 <= bytes <= kMaxPath: the smallest c with 64 << c >= bytes
+  return bytes <= 64 ? 0 : static_cast<size_t>(64 - __builtin_clzll(bytes - 1) - 6);
 }
 
 }  // namespace
