@@ -361,12 +361,13 @@ class FileTable {
   TrackedFile** file_index_ = nullptr;
   size_t file_index_capacity_ = 0;
   TrackedFile* find_live_file(dev_t device, ino_t inode) const;  // registry_ held
-  TrackedFile* find_live_file(dev_t device, ino_t inode, uint32_t hash) const;  // the same, hashed
   bool index_live_file(TrackedFile* file);                       // registry_ held; false: out of memory
   bool rebuild_index(size_t capacity);                           // registry_ held; false: out of memory
   bool resize_live_files(size_t capacity);                       // registry_ held; false: out of memory
   void shrink_live_files();                                      // registry_ held
   void unindex_live_file(TrackedFile* file);                     // registry_ held
+  // find_live_file with the identity's hash computed already (registry_ held).
+  TrackedFile* find_live_file(dev_t device, ino_t inode, uint32_t hash) const;
   void (*live_files_changed_)(bool any) = nullptr;
   WriteTotals released_writes_;  // of files released (registry_ held)
 };
