@@ -11,7 +11,7 @@ namespace appendguard {
 
 __attribute__((tls_model("initial-exec"))) constinit thread_local TrackedFile* t_held_file = nullptr;
 
-constinit Description g_closed_by_program;
+constinit Description g_closed_by_program{};
 
 namespace {
 
@@ -67,10 +67,8 @@ class FileLockGuard {
 // anything but NUL (a path fills at most all but it), so a reader racing a recycle reads a string that
 // ends within its buffer (a path being written, another one, or zeros), never past it.
 char g_no_path[1] = "";
-size_t path_class(size_t bytes) {
-  size_t c = 0;
-  while ((size_t{64} << c) < bytes) ++c;
-  return c;
+size_t path_class(size_t bytes) {  // 1 <= bytes <= kMaxPath: the smallest c with 64 << c >= bytes
+  return bytes <= 64 ? 0 : static_cast<size_t>(64 - __builtin_clzll(bytes - 1) - 6);
 }
 
 }  // namespace
@@ -113,18 +111,23 @@ void FileTable::recycle_unpinned(Description* d) {
 
 namespace {
 
-size_t identity_hash(dev_t device, ino_t inode) {
+// 32 bits: the index never has 2^32 slots (twice the live files at most, plus room to grow).
+uint32_t identity_hash(dev_t device, ino_t inode) {
   uint64_t h = (static_cast<uint64_t>(inode) * 0x9E3779B97F4A7C15ULL) ^
                (static_cast<uint64_t>(device) * 0xC2B2AE3D27D4EB4FULL);
-  return static_cast<size_t>(h ^ (h >> 29));
+  return static_cast<uint32_t>(h ^ (h >> 29));
 }
 
 }  // namespace
 
 TrackedFile* FileTable::find_live_file(dev_t device, ino_t inode) const {
+  return find_live_file(device, inode, identity_hash(device, inode));
+}
+
+TrackedFile* FileTable::find_live_file(dev_t device, ino_t inode, uint32_t hash) const {
   if (file_index_capacity_ == 0) return nullptr;
   const size_t mask = file_index_capacity_ - 1;
-  for (size_t i = identity_hash(device, inode) & mask;; i = (i + 1) & mask) {
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
     TrackedFile* f = file_index_[i];
     if (!f || (f->device == device && f->inode == inode)) return f;
   }
@@ -141,7 +144,7 @@ bool FileTable::rebuild_index(size_t capacity) {
   if (!rebuilt) return false;
   for (size_t i = 0; i < live_file_count_; ++i) {
     TrackedFile* f = live_files_[i];
-    size_t slot = identity_hash(f->device, f->inode) & (capacity - 1);
+    size_t slot = f->index_hash & (capacity - 1);
     while (rebuilt[slot]) slot = (slot + 1) & (capacity - 1);
     rebuilt[slot] = f;
   }
@@ -174,7 +177,7 @@ bool FileTable::index_live_file(TrackedFile* file) {
       !rebuild_index(file_index_capacity_ ? file_index_capacity_ * 2 : 512))
     return false;
   const size_t mask = file_index_capacity_ - 1;
-  size_t slot = identity_hash(file->device, file->inode) & mask;
+  size_t slot = file->index_hash & mask;
   while (file_index_[slot]) slot = (slot + 1) & mask;
   file_index_[slot] = file;
   return true;
@@ -183,13 +186,13 @@ bool FileTable::index_live_file(TrackedFile* file) {
 void FileTable::unindex_live_file(TrackedFile* file) {
   if (file_index_capacity_ == 0) return;
   const size_t mask = file_index_capacity_ - 1;
-  size_t hole = identity_hash(file->device, file->inode) & mask;
+  size_t hole = file->index_hash & mask;
   while (file_index_[hole] && file_index_[hole] != file) hole = (hole + 1) & mask;
   if (!file_index_[hole]) return;
   file_index_[hole] = nullptr;
   // Linear probing's deletion: every entry after the hole that may not stay where it is moves into it.
   for (size_t j = (hole + 1) & mask; file_index_[j]; j = (j + 1) & mask) {
-    size_t home = identity_hash(file_index_[j]->device, file_index_[j]->inode) & mask;
+    size_t home = file_index_[j]->index_hash & mask;
     bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
     if (stays) continue;
     file_index_[hole] = file_index_[j];
@@ -198,8 +201,10 @@ void FileTable::unindex_live_file(TrackedFile* file) {
   }
 }
 
-TrackedFile* FileTable::acquire_file(dev_t device, ino_t inode, uint64_t size) {
-  if (TrackedFile* f = find_live_file(device, inode)) {
+TrackedFile* FileTable::acquire_file(dev_t device, ino_t inode, uint64_t size, bool& created) {
+  created = false;
+  const uint32_t hash = identity_hash(device, inode);
+  if (TrackedFile* f = find_live_file(device, inode, hash)) {
     ++f->descriptions;
     if (live_files_changed_) live_files_changed_(true);  // the opening thread's selector (auto)
     return f;
@@ -212,6 +217,7 @@ TrackedFile* FileTable::acquire_file(dev_t device, ino_t inode, uint64_t size) {
   auto* f = new (memory) TrackedFile;
   f->device = device;
   f->inode = inode;
+  f->index_hash = hash;
   f->end_of_file = size;
   f->descriptions = 1;
   if (!index_live_file(f)) {
@@ -221,6 +227,7 @@ TrackedFile* FileTable::acquire_file(dev_t device, ino_t inode, uint64_t size) {
   f->live_index = live_file_count_;
   live_files_[live_file_count_++] = f;
   live_file_count_published_.store(live_file_count_, std::memory_order_relaxed);
+  created = true;
   // Every new file, not only the first: a child sharing our memory (vfork) that released files of the
   // table may have told the callback there were none left.
   if (live_files_changed_) live_files_changed_(true);
@@ -230,7 +237,8 @@ TrackedFile* FileTable::acquire_file(dev_t device, ino_t inode, uint64_t size) {
 Description* FileTable::track(int fd, const OpenRecord& record) {
   if (fd < 0 || fd >= kMaxTrackedFd || !slots_.reserve(fd)) return nullptr;
   RegistryGuard guard(registry_);
-  TrackedFile* file = acquire_file(record.device, record.inode, record.size);
+  bool created;
+  TrackedFile* file = acquire_file(record.device, record.inode, record.size, created);
   if (!file) return nullptr;
   bool fresh = false;
   void* memory = descriptions_.allocate(fresh);
@@ -242,7 +250,13 @@ Description* FileTable::track(int fd, const OpenRecord& record) {
   // racing its close may still be loading `refs` (0 until the release store below) to pin it. Every other
   // field is assigned here; the atomic ones atomically.
   auto* d = fresh ? new (memory) Description : static_cast<Description*>(memory);
-  {
+  if (created) {
+    // A file tracked just now holds the opened size and reserves nothing, and no other thread can reach
+    // it (only through the registry we hold, or a description, and none refers to it yet): no lock.
+    d->file = file;
+    d->position = record.position;
+    d->reported_once = 0;
+  } else {
     FileLockGuard file_guard(file);
     // A file already open here may have bytes the filesystem does not report yet (HDFS shows only
     // flushed data), so the larger end wins, unless this open truncated the file. A size within a
@@ -267,7 +281,11 @@ Description* FileTable::track(int fd, const OpenRecord& record) {
   d->reused_session = record.reused_session;
   d->commit_requested.store(false, std::memory_order_relaxed);
   d->descriptors = 1;
-  d->site = record.site ? *record.site : OpenSite{};
+  if (record.site) {
+    copy_open_site(d->site, *record.site);
+  } else {
+    d->site = OpenSite{};
+  }
   d->seek_site_.store(nullptr, std::memory_order_relaxed);  // recycle_description unmapped any
   set_path(d, record.path);
   d->refs.store(1, std::memory_order_release);

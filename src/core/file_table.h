@@ -30,6 +30,10 @@ constexpr uint8_t kNoPathClass = 0xff;  // Description::path_class of a path in 
 
 struct TrackedFile {
   Lock lock;  // serializes check + write for every description on this file
+  // Its identity's hash in FileTable's index (registry lock held), kept so that neither the index's
+  // insertion nor its deletions hash an identity again (issue 27: a close with 10,000 files open rehashed
+  // each entry its deletion moved). In the padding after the lock: no bigger.
+  uint32_t index_hash = 0;
   dev_t device = 0;
   ino_t inode = 0;
   uint64_t end_of_file = 0;  // guarded by lock
@@ -75,8 +79,27 @@ struct OpenSite {
   pid_t pid = 0;
   pid_t tid = 0;
   int frame_count = 0;
-  void* frames[kOpenFrames] = {};
+  // Only frames[0 .. frame_count) are meaningful (and copied: copy_open_site); left uninitialized so that
+  // the site each guarded open builds on its stack is not zeroed first (issue 27).
+  void* frames[kOpenFrames];
 };
+
+// What `from` holds, its frames up to its count (a whole OpenSite is about 250 bytes, its frames mostly
+// unused): every guarded open copies its site into its description.
+inline void copy_open_site(OpenSite& to, const OpenSite& from) {
+  to.function = from.function;
+  to.original_flags = from.original_flags;
+  to.effective_flags = from.effective_flags;
+  to.written_back = from.written_back;
+  to.reused_held = from.reused_held;
+  to.pid = from.pid;
+  to.tid = from.tid;
+  to.frame_count = from.frame_count;
+  const int count = from.frame_count < 0             ? 0
+                    : from.frame_count < kOpenFrames ? from.frame_count
+                                                     : kOpenFrames;
+  for (int i = 0; i < count; ++i) to.frames[i] = from.frames[i];
+}
 
 // Where the program last moved a description's position away from the end of file, for the report of
 // a later write refused there (issue 10: with buffered writes that write comes at a close far from the
@@ -317,7 +340,8 @@ class FileTable {
   void recycle_description(Description* d);  // registry_ held
   void mark_offsets_shared();                // registry_ held
   void release_file(TrackedFile* file);      // registry_ held
-  TrackedFile* acquire_file(dev_t device, ino_t inode, uint64_t size);  // registry_ held
+  // registry_ held; `created`: the file was not tracked before (no other thread can reach it yet).
+  TrackedFile* acquire_file(dev_t device, ino_t inode, uint64_t size, bool& created);
 
   void set_path(Description* d, const char* path);  // registry_ held
 
@@ -349,6 +373,8 @@ class FileTable {
   bool resize_live_files(size_t capacity);                       // registry_ held; false: out of memory
   void shrink_live_files();                                      // registry_ held
   void unindex_live_file(TrackedFile* file);                     // registry_ held
+  // find_live_file with the identity's hash computed already (registry_ held).
+  TrackedFile* find_live_file(dev_t device, ino_t inode, uint32_t hash) const;
   void (*live_files_changed_)(bool any) = nullptr;
   WriteTotals released_writes_;  // of files released (registry_ held)
 };

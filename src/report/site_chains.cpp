@@ -1,5 +1,7 @@
 #include "report/site_chains.h"
 
+#include <cstring>
+
 namespace appendguard {
 
 namespace {
@@ -21,9 +23,9 @@ int SiteChains::find(uintptr_t cfa, int max_frames, int scope, void** frames) co
   for (const SiteChain& chain : chains_) {
     if (chain.cfa != cfa || chain.max_frames != max_frames || chain.scope != scope) continue;
     if (!on_the_stack(chain, cfa)) continue;
-    int count = 0;
-    for (int i = chain.first_kept; i < chain.links; ++i)
-      frames[count++] = reinterpret_cast<void*>(chain.address[i]);
+    // One copy of the kept frames (issue 27: a loop of one word at a time was a fifth of find).
+    const int count = chain.links > chain.first_kept ? chain.links - chain.first_kept : 0;
+    std::memcpy(frames, &chain.address[chain.first_kept], static_cast<size_t>(count) * sizeof(void*));
     return count;
   }
   return -1;

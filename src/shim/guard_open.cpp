@@ -8,6 +8,7 @@
 
 #include "core/errno_names.h"
 #include "core/path.h"
+#include "core/thread_id_cache.h"
 #include "report/report.h"
 #include "report/summary.h"
 #include "shim/descriptor_identity.h"
@@ -27,6 +28,9 @@ namespace {
 pid_t gettid_raw() {
   return static_cast<pid_t>(real_syscall(SYS_gettid));
 }
+
+// This thread's id for the open sites (core/thread_id_cache.h): asked once per thread and process.
+__attribute__((tls_model("initial-exec"))) constinit thread_local ThreadIdCache t_thread_id;
 
 [[gnu::noinline]] void report_open_in_audit(const OpenRequest& request, const OpenDecision& decision, int fd,
                                             Description* d, uint64_t size) {
@@ -220,8 +224,9 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
     return fd;
   }
   // A vfork child shares our memory: its descriptors must not enter the parent's table (after its exec
-  // they are carried like any other).
-  if (!owns_file_table()) {
+  // they are carried like any other). The pid is the site's too.
+  const pid_t pid = file_table_owner_pid();
+  if (!pid) {
     errno = error;
     return fd;
   }
@@ -238,8 +243,8 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
   site.effective_flags = decision.flags;
   site.written_back = decision.written_back;
   site.reused_held = decision.reuse_fd >= 0;
-  site.pid = static_cast<pid_t>(real_syscall(SYS_getpid));
-  site.tid = gettid_raw();
+  site.pid = pid;
+  site.tid = t_thread_id.get(pid, gettid_raw);
   site.frame_count = capture_open_site(site.frames, kOpenFrames);
 
   OpenRecord record;
@@ -308,6 +313,10 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
   if (tracing()) trace_guarded_open(request, decision, fd, record);
   errno = error;
   return fd;
+}
+
+void forget_thread_id_after_fork_child() {
+  t_thread_id.forget();
 }
 
 bool adopt_if_guarded(int fd, const char* function, const CarriedFd* carried, size_t carried_count) {

@@ -84,6 +84,9 @@ struct WriteOpenTriage {
 WriteOpenTriage write_open_triage(int dirfd, const char* path);
 // Called with the real call's result; returns what the hook returns.
 int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd);
+// In a fork child: the thread id finish_open keeps per thread is the parent thread's
+// (core/thread_id_cache.h).
+void forget_thread_id_after_fork_child();
 // A descriptor we did not open (inherited across exec, received over a socket), tracked if it is open
 // for writing on a regular file that is guarded (by pattern or mount) or that a carried record describes
 // (core/carried_fds.h): with what that record says the program asked for, else with what the kernel

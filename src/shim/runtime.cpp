@@ -56,6 +56,7 @@ void after_fork_parent() {
 void after_fork_child() {
   g_files.after_fork_child();
   forget_held_after_fork_child();
+  forget_thread_id_after_fork_child();
   reset_reporter_after_fork();
   g_summary.~SummaryCounters();  // the child's summary counts its own calls
   new (&g_summary) SummaryCounters();
@@ -208,6 +209,11 @@ void run_fork_child() {
 
 bool owns_file_table() {
   return raw_getpid() == g_owner_pid.load(std::memory_order_relaxed);
+}
+
+pid_t file_table_owner_pid() {
+  const pid_t self = raw_getpid();
+  return self == g_owner_pid.load(std::memory_order_relaxed) ? self : 0;
 }
 
 }  // namespace appendguard

@@ -58,6 +58,8 @@ inline Description* tracked_description(int fd) {
 // False in a vfork()ed child (or a raw clone), which shares our memory with the parent: such a child
 // must not change the parent's file table when it closes or duplicates descriptors before exec.
 bool owns_file_table();
+// The same with the process's id: this process's pid if it owns the table, else 0 (one getpid for both).
+pid_t file_table_owner_pid();
 // getpid(2) through libc's syscall(), not our hook of it.
 pid_t raw_getpid();
 

@@ -138,6 +138,23 @@ class OpenSites(TempDirTest):
             self.assertIn("opens_through", opened[1], block)
             self.assertIn(" main+", opened[2], block)
 
+    def test_the_open_site_names_the_opening_process_and_thread(self):
+        # Issue 27: the thread id is kept per thread (asked once), the pid taken from the owner check. A
+        # second thread, the first again, and a fork child's copy of the first thread each name their own.
+        path = self.path("ids")
+        proc = run([program("report_sites"), "ids", path])
+        self.assertOk(proc)
+        r = results(proc.stdout)
+        blocks = report_blocks(proc.stderr)
+        for who in ("main", "thread", "again", "child"):
+            self.assertEqual(r[who + "_pwrite"], "-1", proc.stderr)
+            [block] = [b for b in blocks if f"ids.{who}.safetensors" in b.splitlines()[0]]
+            self.assertRegex(block, rf"\n  opened: .* by pid {r[who + '_pid']} tid {r[who + '_tid']}\n", block)
+        self.assertNotEqual(r["thread_tid"], r["main_tid"])
+        self.assertEqual(r["again_tid"], r["main_tid"])
+        self.assertNotEqual(r["child_pid"], r["main_pid"])
+        self.assertEqual(r["child_pid"], r["child_tid"])
+
     def test_a_process_that_needs_no_stack_does_not_load_libunwind(self):
         # Before: every process loaded libunwind (and liblzma) at start: most of an exec's start-up.
         proc = run(["cat", "/proc/self/maps"])
