@@ -59,6 +59,7 @@ void after_fork_child() {
   g_summary.~SummaryCounters();  // the child's summary counts its own calls
   new (&g_summary) SummaryCounters();
   g_owner_pid.store(raw_getpid(), std::memory_order_relaxed);
+  reset_mount_reading_after_fork();
   arm_syscall_dispatch_in_this_thread();  // not inherited by a child
 }
 
@@ -157,7 +158,7 @@ void initialize() {
   g_owner_pid.store(self, std::memory_order_relaxed);
   FileTable::use_system_call(real_syscall.get());  // the registry's signal masks: libc's, not our hook
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
-  load_mount_table();
+  read_mount_table_at_first_use();  // not now: most programs never need it (issue 27)
   remember_guarding_settings();
   adopt_inherited_descriptors(start_getenv(kCarriedFdsVariable), self, secure);
   // Registered before the handlers below, so it runs after them: after the reservations are filled.
