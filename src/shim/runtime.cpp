@@ -46,6 +46,7 @@ namespace {
 constinit std::atomic<pid_t> g_owner_pid{0};
 
 void before_fork() {
+  resolve_exec_functions();
   g_files.before_fork();
 }
 void after_fork_parent() {
