@@ -36,9 +36,11 @@ class FirstUse {
 
   // In a fork child: a run that another thread of the parent was making never finishes there; the
   // child's first use makes it again.
+  // Read first: a compare-exchange writes even when it fails, which copies the page in every fork child.
   void reset_after_fork() {
     int running = kRunning;
-    state_.compare_exchange_strong(running, kPending, std::memory_order_acq_rel);
+    if (state_.load(std::memory_order_relaxed) == kRunning)
+      state_.compare_exchange_strong(running, kPending, std::memory_order_acq_rel);
   }
 
  private:
