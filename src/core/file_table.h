@@ -254,12 +254,15 @@ class FileTable {
   size_t descriptors_of_file(dev_t device, ino_t inode, int* out, size_t capacity);
   // Whether the failures of untracked writes are looked at (shim/unguarded_notice.h): set when some FUSE
   // mount is not guarded whole. Kept here, beside the slots, so the untracked path tests it at the address
-  // it has already, in one instruction: a plain bool, written only when the mount table changes it (at
-  // start-up, and when a refresh finds a new mount), read without ordering (a stale value only delays or
-  // adds one look at a failed call).
-  bool watching_untracked_failures() const { return watch_untracked_failures_; }
+  // it has already, in one instruction (a relaxed load is a plain one): written when the mount table is
+  // read (at its first use, in any thread: true until then) and when a refresh finds a new mount, read
+  // without ordering (a stale value only delays or adds one look at a failed call).
+  bool watching_untracked_failures() const {
+    return watch_untracked_failures_.load(std::memory_order_relaxed);
+  }
   void watch_untracked_failures(bool on) {
-    if (watch_untracked_failures_ != on) watch_untracked_failures_ = on;
+    if (watch_untracked_failures_.load(std::memory_order_relaxed) != on)
+      watch_untracked_failures_.store(on, std::memory_order_relaxed);
   }
 
   // Keeps `d` from being recycled while a guarded call uses it. False when `d` was recycled already (a
@@ -350,7 +353,7 @@ class FileTable {
   // The highest descriptor ever tracked, plus one: zero means none, so that the whole table is
   // zero-initialized and lives in .bss (8 MiB of zero pages) rather than in the library file.
   std::atomic<int> highest_fd_plus_one_{0};
-  bool watch_untracked_failures_ = false;
+  std::atomic<bool> watch_untracked_failures_{false};
   // Where descriptions, files and path buffers live (registry_ held): page pools, each page returned to
   // the kernel once every object on it is free (issue 27: 10,000 closed files kept 5 MB).
   PagePool descriptions_{sizeof(Description)};

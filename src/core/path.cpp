@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "core/cpu_features.h"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -58,8 +60,8 @@ bool already_normal(std::string_view path) {
 
 #if defined(__x86_64__)
 // 32 pairs a window, for the paths of 33 bytes and more (issue 27: a 52-byte path took four windows of
-// 16). Chosen where the processor has AVX2 (libgcc's record of it, read at start-up: before that, and
-// elsewhere, the 16-byte windows below).
+// 16). Chosen where the processor has AVX2 (core/cpu_features.h, asked at the first such path; elsewhere,
+// the 16-byte windows below).
 // The 32 pairs (at[i], at[i + 1]): reads at[0..32].
 [[gnu::target("avx2"), gnu::always_inline]] inline bool window_avx2(const char* at) {
   const __m256i slash = _mm256_set1_epi8('/');
@@ -84,7 +86,7 @@ bool already_normal(std::string_view path) {
 bool has_slash_before_slash_or_dot(const char* p, size_t n) {
   if (n < 2) return false;
 #if defined(__x86_64__)
-  if (n >= 33 && __builtin_cpu_supports("avx2")) return has_slash_before_slash_or_dot_avx2(p, n);
+  if (n >= 33 && cpu_has_avx2()) return has_slash_before_slash_or_dot_avx2(p, n);
 #endif
 #if defined(__SSE2__)
   const __m128i slash = _mm_set1_epi8('/');

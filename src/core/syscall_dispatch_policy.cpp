@@ -100,4 +100,15 @@ bool apply_sigprocmask(int how, const uint64_t* set, uint64_t& mask) {
   return true;
 }
 
+bool parse_libc_version(const char* text, unsigned& major, unsigned& minor) {
+  auto number = [&](unsigned& out) {
+    if (*text < '0' || *text > '9') return false;
+    out = 0;
+    for (; *text >= '0' && *text <= '9'; ++text) out = out * 10 + static_cast<unsigned>(*text - '0');
+    return true;
+  };
+  if (!number(major) || *text++ != '.') return false;
+  return number(minor);
+}
+
 }  // namespace appendguard

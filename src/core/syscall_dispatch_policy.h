@@ -67,4 +67,8 @@ bool apply_sigprocmask(int how, const uint64_t* set, uint64_t& mask);
 // A mask the program asks for, without SIGSYS.
 uint64_t without_sigsys(uint64_t mask);
 
+// "MAJOR.MINOR..." as gnu_get_libc_version gives it (the layer needs glibc 2.34). Not sscanf: its first
+// call in a process touches scanf's code and the locale tables, page faults of every start-up (issue 27).
+bool parse_libc_version(const char* text, unsigned& major, unsigned& minor);
+
 }  // namespace appendguard

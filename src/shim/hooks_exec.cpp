@@ -198,6 +198,12 @@ int exec_carrying(const char* operation, char* const* envp, Exec&& exec, bool sp
 
 }  // namespace
 
+void appendguard::resolve_exec_functions() {
+  real_fcntl.get();
+  real_execve.get();
+  real_execvpe.get();
+}
+
 void appendguard::remember_guarding_settings() {
   g_guarding_settings = guarding_settings([](const char* name) { return secure_getenv(name); });
 }

@@ -15,8 +15,8 @@
 
 namespace appendguard {
 
-std::atomic<const MountTable*> g_mount_table{nullptr};
-std::atomic<const MountTable*> g_all_mounts{nullptr};
+constinit MountTablePointer g_mount_table;
+constinit MountTablePointer g_all_mounts;
 
 namespace {
 

@@ -1,7 +1,7 @@
 // Whole-mount guarding (APPENDGUARD_FS): on a mount known to be append-only or write-once, every file
-// opened for writing is guarded, whatever its name. The mount table is read once, when the library is
-// enabled (and again when a guarded file is on a device no mount of it has: a mount made later); a lookup
-// is a string comparison per mount, and none at all when no mount is append-only.
+// opened for writing is guarded, whatever its name. The mount table is read once, at its first use
+// (mount_table_pointer.h; again when a guarded file is on a device no mount of it has: a mount made later); a
+// lookup is a string comparison per mount, and none at all when no mount is append-only.
 #pragma once
 
 #include <sys/types.h>
@@ -10,12 +10,13 @@
 
 #include "core/hidden.h"
 #include "core/mount_table.h"
+#include "shim/mount_table_pointer.h"
 
 namespace appendguard {
 
-// Reads /proc/self/mountinfo (called while initializing, inside our own scope), and when it has an rclone
-// mount, the command lines of the rclone processes in /proc (their --vfs-cache-mode decides whether the
-// mount is write-once: core/rclone_cmdline.h).
+// Reads /proc/self/mountinfo (called at the table's first use, inside our own scope), and when it has an
+// rclone mount, the command lines of the rclone processes in /proc (their --vfs-cache-mode decides whether
+// the mount is write-once: core/rclone_cmdline.h).
 void load_mount_table();
 // A guarded file is on `device`, which no mount of the table has: a mount made after the table was
 // read. Reads mountinfo again (at most once per such device, for at most 16 devices), so that the
@@ -23,9 +24,9 @@ void load_mount_table();
 void refresh_mounts_after_start(dev_t device);
 
 // Null when no mount is append-only. Replaced tables are never freed (a reader may still use one).
-extern APPENDGUARD_HIDDEN std::atomic<const MountTable*> g_mount_table;
+extern APPENDGUARD_HIDDEN MountTablePointer g_mount_table;
 // Every mount, append-only or not (the store kind of a file guarded by name); null if unread.
-extern APPENDGUARD_HIDDEN std::atomic<const MountTable*> g_all_mounts;
+extern APPENDGUARD_HIDDEN MountTablePointer g_all_mounts;
 
 // The append-only mount holding `full_path` (absolute, normalized), or null.
 inline const MountEntry* append_only_mount_of(const char* full_path) {

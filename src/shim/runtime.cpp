@@ -47,6 +47,7 @@ namespace {
 constinit std::atomic<pid_t> g_owner_pid{0};
 
 void before_fork() {
+  resolve_exec_functions();
   g_files.before_fork();
 }
 void after_fork_parent() {
@@ -61,6 +62,7 @@ void after_fork_child() {
   g_summary.~SummaryCounters();  // the child's summary counts its own calls
   new (&g_summary) SummaryCounters();
   g_owner_pid.store(raw_getpid(), std::memory_order_relaxed);
+  reset_mount_reading_after_fork();
   arm_syscall_dispatch_in_this_thread();  // not inherited by a child
 }
 
@@ -160,7 +162,7 @@ void initialize() {
   FileTable::use_system_call(real_syscall.get());  // the registry's signal masks: libc's, not our hook
   compat::use_libc_syscall(real_syscall.get());    // fstatat64 and the fstat fallbacks likewise
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
-  load_mount_table();
+  read_mount_table_at_first_use();  // not now: most programs never need it (issue 27)
   remember_guarding_settings();
   adopt_inherited_descriptors(start_getenv(kCarriedFdsVariable), self, secure);
   // Registered before the handlers below, so it runs after them: after the reservations are filled.

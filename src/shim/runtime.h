@@ -67,6 +67,9 @@ pid_t raw_getpid();
 // so that an exec under the same settings tells the new program that the descriptors it carries are all
 // the guarded ones (shim/hooks_exec.cpp).
 void remember_guarding_settings();
+// In the parent before a fork: the libc functions an exec in the child calls are resolved here once,
+// instead of by a dlsym in every child (issue 27: ~20 page faults of each fork + exec).
+void resolve_exec_functions();
 
 // The handlers registered with pthread_atfork, run around a fork made by a raw system call
 // (syscall_dispatch.cpp), which libc's fork handlers do not see.

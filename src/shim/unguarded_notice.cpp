@@ -60,6 +60,13 @@ void note_unguarded_failure(const char* call, int fd, int error) {
 
 void note_unguarded_close_failure(int fd, int error) {
   if (current_mode() == Mode::kOff || !is_store_refusal_at_close(error) || InternalScope::active()) return;
+  // Until the mount table is read every close is watched (mount_table_pointer.h): read, it says whether
+  // some FUSE mount is not guarded whole.
+  g_all_mounts.load(std::memory_order_acquire);
+  if (!g_files.watching_untracked_failures()) {
+    errno = error;
+    return;
+  }
   static constinit OncePerProcess told;
   if (!told.first_time()) {
     errno = error;

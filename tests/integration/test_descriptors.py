@@ -208,6 +208,28 @@ class StartupSystemCallsTest(TempDirTest):
         self.assertLessEqual(under.count("getpid"), 3, under)  # one at start-up, the exit handlers'
         self.assertLessEqual(len(under) - len(without), 43, (len(without), under))
 
+    def strace_lines(self, argv):
+        out = self.path("strace-lines.out")
+        proc = run(["strace", "-qq", "-f", "-e", "trace=openat,open", "-o", out, "-E", "LD_PRELOAD=" + PRELOAD,
+                    "-E", "APPENDGUARD=1"] + argv, mode=None, preload=False)
+        self.assertOk(proc)
+        with open(out) as f:
+            return f.read().splitlines()
+
+    def test_the_mount_table_is_read_at_its_first_use(self):
+        # Before: every new program read /proc/self/mountinfo at start-up (~90 us of a fork + exec of
+        # /bin/true); now the first write open (here the shell's redirection) reads it, before its file.
+        mountinfo = '"/proc/self/mountinfo"'
+        lines = self.strace_lines(["/bin/true"])
+        self.assertTrue(lines, "strace saw no open at all")
+        self.assertFalse([line for line in lines if mountinfo in line], lines)
+        target = self.path("written.bin")
+        lines = self.strace_lines(["/bin/sh", "-c", f": > {target}"])
+        reads = [i for i, line in enumerate(lines) if mountinfo in line]
+        opens = [i for i, line in enumerate(lines) if f'"{target}"' in line]
+        self.assertEqual(len(reads), 1, lines)
+        self.assertTrue(opens and reads[0] < opens[0], lines)
+
 
 class MemoryPerFileTest(TempDirTest):
     """Issue 27: memory per tracked file (the path and the seek site out of line): about 530 bytes."""

@@ -38,6 +38,15 @@ class LinkingTest(TempDirTest):
         needed = re.findall(r"\(NEEDED\)\s+Shared library: \[(.+?)\]", out)
         self.assertEqual(sorted(needed), ["libc.so.6", "libdl.so.2"])
 
+    def test_no_cpuid_constructor(self):
+        # Issue 27: __builtin_cpu_supports links libgcc's __cpu_indicator_init, a constructor that runs a
+        # dozen CPUID instructions at every load (each a hypervisor exit, ~60 us a process here); the
+        # library asks for the one feature it uses at its first use (src/core/cpu_features.h).
+        out = subprocess.run(["nm", LIB], capture_output=True, text=True, check=True).stdout
+        names = {line.split()[-1] for line in out.splitlines() if line.strip()}
+        self.assertIn("_ZN11appendguard17current_mode_slowEv", names)  # a symbol table to look in
+        self.assertFalse({"__cpu_indicator_init", "__cpu_model"} & names)
+
     # A guarded open (its site is recorded), then the process's maps.
     OPEN_GUARDED = ("import os, tempfile\n"
                     "open(os.path.join(tempfile.mkdtemp(), 'x.safetensors'), 'wb').close()\n")

@@ -64,3 +64,20 @@ TEST_CASE("a trapped rt_sigprocmask is applied to the mask, never blocking SIGSY
   CHECK(mask == bit(SIGUSR1));
   CHECK(without_sigsys(bit(SIGSYS) | bit(SIGINT)) == bit(SIGINT));
 }
+
+TEST_CASE("parse_libc_version reads MAJOR.MINOR as sscanf(\"%u.%u\") did") {
+  unsigned major = 0, minor = 0;
+  REQUIRE(parse_libc_version("2.36", major, minor));
+  REQUIRE((major == 2 && minor == 36));
+  REQUIRE(parse_libc_version("2.17", major, minor));
+  REQUIRE((major == 2 && minor == 17));
+  REQUIRE(parse_libc_version("2.34.9000", major, minor));  // a development version
+  REQUIRE((major == 2 && minor == 34));
+  REQUIRE(parse_libc_version("10.3-rc1", major, minor));
+  REQUIRE((major == 10 && minor == 3));
+  REQUIRE_FALSE(parse_libc_version("", major, minor));
+  REQUIRE_FALSE(parse_libc_version("2", major, minor));
+  REQUIRE_FALSE(parse_libc_version("2.", major, minor));
+  REQUIRE_FALSE(parse_libc_version("x2.36", major, minor));
+  REQUIRE_FALSE(parse_libc_version("2-36", major, minor));
+}
