@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <gnu/libc-version.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "core/carried_fds.h"
 #include "core/path.h"
 #include "core/pattern_check.h"
+#include "core/syscall_dispatch_policy.h"
 #include "core/variables.h"
 #include "report/report.h"
 #include "report/summary.h"
@@ -32,8 +34,17 @@
 
 namespace appendguard {
 
-// libc's syscall() itself, not our hook of it (on every guarded open: its classification and its frame).
+namespace {
+// glibc's getpid() is the bare system call from 2.25 on; before, it answered from a pid cached in the
+// thread, stale in a child made by a raw clone. Set at start-up.
+constinit bool g_getpid_is_the_system_call = false;
+}  // namespace
+
+// The owner check's pid, asked of the kernel on every guarded open and close (twice each): through
+// libc's getpid() where it is the system call itself (a dozen instructions fewer than libc's syscall()),
+// else through libc's syscall(), never our hook of it.
 pid_t raw_getpid() {
+  if (__builtin_expect(g_getpid_is_the_system_call, 1)) return ::getpid();
   return static_cast<pid_t>(real_syscall(SYS_getpid));
 }
 
@@ -157,6 +168,9 @@ void initialize() {
   configure_reporter(*g_config);
   set_unwinder_loading_check(owns_file_table);  // a vfork child does not load libunwind for its parent
   init_path_scratch();
+  unsigned major = 0, minor = 0;
+  g_getpid_is_the_system_call =
+      parse_libc_version(gnu_get_libc_version(), major, minor) && (major > 2 || (major == 2 && minor >= 25));
   const pid_t self = raw_getpid();
   g_owner_pid.store(self, std::memory_order_relaxed);
   FileTable::use_system_call(real_syscall.get());  // the registry's signal masks: libc's, not our hook
