@@ -24,15 +24,23 @@ struct SplitPath {
 // can be changed by normalization; ".hidden" is one too, conservatively). Never reads outside p[0..n).
 bool has_slash_before_slash_or_dot(const char* p, size_t n);
 
+// Whether `s` is absolute and surely left as it is by normalize_path: "/", or no '/' followed by '/' or
+// '.' and no trailing '/' (conservative: "/a/.hidden" is normal but said not to be).
+inline bool plainly_normal_absolute(std::string_view s) {
+  if (s.empty() || s[0] != '/') return false;
+  return s.size() == 1 || (s.back() != '/' && !has_slash_before_slash_or_dot(s.data(), s.size()));
+}
+
+// plainly_normal_absolute(path) and, when true, `path` and a NUL copied into out[0..path.size()]: the test
+// and the copy in one pass over the bytes (issue 27: a guarded open's path is its own full path). `out`
+// (at least path.size() + 1 bytes) may be written to either way.
+bool copy_plainly_normal_absolute(std::string_view path, char* out);
+
 // Fills `out` and returns true when normalize_path(base, path) is exactly the split path; false when it
 // may differ (an empty, "." or ".." component, a trailing '/', a component starting with '.': then call
 // normalize_path) or when a relative path comes without an absolute base. Reads each byte once, 16 at a
 // time.
 inline bool split_normal_path(std::string_view base, std::string_view path, SplitPath& out) {
-  auto plainly_normal_absolute = [](std::string_view s) {
-    if (s.empty() || s[0] != '/') return false;
-    return s.size() == 1 || (s.back() != '/' && !has_slash_before_slash_or_dot(s.data(), s.size()));
-  };
   if (path.empty()) return false;
   if (path[0] == '/') {
     if (!plainly_normal_absolute(path)) return false;
