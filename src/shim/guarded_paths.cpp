@@ -176,21 +176,14 @@ bool matched_physically(const PatternSet& patterns, char* full_path, size_t leng
 
 }  // namespace
 
-bool matched_by_name_slowly(int dirfd, const char* path, size_t length, char* full_path,
-                            size_t* full_length) {
+namespace {
+
+// Any other path (relative, not normal, a descriptor's /proc name, too long), or one that did not match
+// as given: made, then matched.
+[[gnu::noinline]] bool matched_by_made_path(int dirfd, const char* path, size_t length, char* full_path,
+                                            size_t* full_length) {
   const PatternSet& patterns = g_config->paths;
   const std::string_view given(path, length);
-  // The common case (PyTorch and safetensors open absolute paths): an absolute path already normal, not a
-  // descriptor's /proc name, is its own full path, copied once; "*.ext" is told by its ending (issue 27).
-  if (__builtin_expect(full_path != nullptr && length < kMaxPath, 1) &&
-      !starts_like_a_descriptor_name(given) && copy_plainly_normal_absolute(given, full_path)) {
-    if (patterns.matches_path(given)) {
-      if (full_length) *full_length = length;
-      return true;
-    }
-    if (!patterns.needs_full_path() || !patterns.could_match(given)) return false;
-    return matched_physically(patterns, full_path, length, full_length);
-  }
   // A descriptor's /proc name ends with a number: its target is what a pattern may match.
   bool proc_name = false;
   if (!patterns.could_match(given)) {
@@ -221,6 +214,23 @@ bool matched_by_name_slowly(int dirfd, const char* path, size_t length, char* fu
     return true;
   }
   return patterns.needs_full_path() && matched_physically(patterns, full_path, made, full_length);
+}
+
+}  // namespace
+
+bool matched_by_name_slowly(int dirfd, const char* path, size_t length, char* full_path,
+                            size_t* full_length) {
+  // The common case (PyTorch and safetensors open absolute paths): an absolute path already normal, not a
+  // descriptor's /proc name, is its own full path, copied once; "*.ext" is told by its ending (issue 27).
+  // Any other, and a path that does not match (which may match through a symlinked directory), is made.
+  const std::string_view given(path, length);
+  if (__builtin_expect(full_path != nullptr && length < kMaxPath, 1) &&
+      !starts_like_a_descriptor_name(given) && copy_plainly_normal_absolute(given, full_path) &&
+      g_config->paths.matches_path(given)) {
+    if (full_length) *full_length = length;
+    return true;
+  }
+  return matched_by_made_path(dirfd, path, length, full_path, full_length);
 }
 
 namespace {
