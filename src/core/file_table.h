@@ -166,6 +166,7 @@ struct Description {
 
 struct OpenRecord {
   const char* path = "";
+  size_t path_length = 0;  // strlen(path) when the caller knows it (0: measured)
   dev_t device = 0;
   ino_t inode = 0;
   uint64_t size = 0;
@@ -312,7 +313,7 @@ class FileTable {
   void release_file(TrackedFile* file);      // registry_ held
   TrackedFile* acquire_file(dev_t device, ino_t inode, uint64_t size);  // registry_ held
 
-  void set_path(Description* d, const char* path);  // registry_ held
+  void set_path(Description* d, const char* path, size_t length);  // registry_ held
 
   Lock registry_;
   uint64_t mask_before_fork_ = 0;

@@ -242,6 +242,7 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
 
   OpenRecord record;
   record.path = decision.path;
+  record.path_length = decision.path_length;
   record.device = st.st_dev;
   record.inode = st.st_ino;
   record.size = static_cast<uint64_t>(st.st_size);
