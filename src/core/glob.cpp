@@ -226,6 +226,7 @@ PatternSet::Pattern PatternSet::make_pattern(std::string text, bool full_path) {
   }
   p.end_mask = n == 0 ? 0 : ~uint64_t{0} << (8 * (8 - n));
   if (p.literal_suffix.size() > 8) std::memcpy(&p.start_word, p.literal_suffix.data(), 8);
+  p.slash_in_suffix = p.literal_suffix.find('/') != std::string::npos;
   return p;
 }
 
@@ -237,6 +238,12 @@ bool PatternSet::ends_with_long_suffix(std::string_view text, const Pattern& p) 
     if ((last & p.end_mask) != p.end_word) return false;
   }
   return std::memcmp(text.data() + text.size() - suffix.size(), suffix.data(), suffix.size()) == 0;
+}
+
+bool PatternSet::suffix_ends_with_relative(const Pattern& p, std::string_view path) {
+  const std::string_view suffix = p.literal_suffix;
+  return suffix.size() > path.size() && suffix[suffix.size() - path.size() - 1] == '/' &&
+         suffix.ends_with(path);
 }
 
 std::string PatternSet::compile(std::string_view spec) {

@@ -48,12 +48,18 @@ class PatternSet {
     return false;
   }
   // False when no pattern can match a path ending like `path` (as given to open, before normalization):
-  // each pattern's literal suffix must end it. Rejects most paths with one comparison per pattern.
+  // each pattern's literal suffix must end it, or, for a relative path shorter than the suffix, end with
+  // "/" and the path (the rest may be the base directory's). Rejects most paths with one comparison per
+  // pattern.
   bool could_match(std::string_view path) const {
     // Normalization may change how a path ends only when it ends with "/" or ".".
     if (path.empty() || path.back() == '/' || path.back() == '.') return true;
     for (const Pattern& p : patterns_) {
-      if (ends_with_suffix(path, p)) return true;
+      if (__builtin_expect(path.size() < p.literal_suffix.size(), 0)) {
+        if (p.slash_in_suffix && path[0] != '/' && suffix_ends_with_relative(p, path)) return true;
+      } else if (ends_with_suffix(path, p)) {
+        return true;
+      }
     }
     return false;
   }
@@ -72,6 +78,7 @@ class PatternSet {
     uint64_t start_word = 0;
     bool full_path = false;
     bool star_then_suffix = false;  // "*" and its literal suffix only: matched by the suffix test alone
+    bool slash_in_suffix = false;   // only such a suffix may end a relative path shorter than it
   };
   std::vector<Pattern> patterns_;
   bool has_full_path_patterns_ = false;
@@ -92,6 +99,9 @@ class PatternSet {
     return first == p.start_word;
   }
   static bool ends_with_long_suffix(std::string_view text, const Pattern& p);
+  // Whether `p`'s literal suffix ends with "/" and the relative `path` (shorter than it): joined to a
+  // base directory, the path may then end with the suffix ("x.bin" against "/data/**/x.bin").
+  static bool suffix_ends_with_relative(const Pattern& p, std::string_view path);
 };
 
 std::string_view file_name_of(std::string_view path);

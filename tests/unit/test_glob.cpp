@@ -82,6 +82,16 @@ TEST_CASE("could_match rejects by the literal suffix, conservatively") {
   PatternSet any;
   REQUIRE(any.compile("/data/**").empty());
   CHECK(any.could_match("/anything"));  // no literal suffix: cannot reject
+  // A relative name shorter than a suffix with '/': joined to its directory it may end with it.
+  PatternSet named;
+  REQUIRE(named.compile("/data/**/ckpt.bin").empty());
+  CHECK(named.could_match("ckpt.bin"));  // from /data/run: /data/run/ckpt.bin
+  CHECK(named.could_match("run/ckpt.bin"));
+  CHECK(named.could_match("/ckpt.bin"));
+  CHECK_FALSE(named.could_match("/kpt.bin"));  // absolute: it is what it is
+  CHECK_FALSE(named.could_match("pt.bin"));    // ".../pt.bin" never ends with "/ckpt.bin"
+  CHECK_FALSE(named.could_match("xckpt.bin"));
+  CHECK_FALSE(named.could_match("ckpt.bim"));
 }
 
 TEST_CASE("matching never backtracks: steps bounded by pattern times text, whatever the stars") {
