@@ -155,6 +155,17 @@ bool copy_plainly_normal_absolute(std::string_view path, char* out) {
   return true;
 }
 
+size_t join_plainly_normal(char* out, size_t base_length, std::string_view path, size_t capacity) {
+  SplitPath split;
+  if (path.empty() || path[0] == '/' || !split_normal_path({out, base_length}, path, split)) return 0;
+  const size_t at = base_length == 1 ? 1 : base_length + 1;  // after the base and its '/'
+  if (at + path.size() + 1 > capacity) return 0;
+  out[at - 1] = '/';
+  std::memcpy(out + at, path.data(), path.size());
+  out[at + path.size()] = '\0';
+  return at + path.size();
+}
+
 size_t normalize_path(std::string_view base_dir, std::string_view path, char* out, size_t capacity) {
   if (capacity < 2) return 0;
   bool absolute = !path.empty() && path[0] == '/';

@@ -55,6 +55,13 @@ inline bool split_normal_path(std::string_view base, std::string_view path, Spli
   return true;
 }
 
+// normalize_path(base, path) when it is the base, "/" and the path (split_normal_path's test: a relative
+// path without an empty, "." or ".." component or a trailing '/', against a plainly normal absolute base),
+// made in place: out[0..base_length) holds the base (a working directory's name, read into `out`), the
+// rest and a NUL are appended. Returns the joined length; 0 when normalize_path might make another path,
+// or when it does not fit in `capacity` (`out` may then have been written to).
+size_t join_plainly_normal(char* out, size_t base_length, std::string_view path, size_t capacity);
+
 // Whether `prefix` (absolute and normal, as a mount point) is `path` or one of its directories, as
 // mount lookups test it on the joined path.
 inline bool split_path_under(const SplitPath& path, std::string_view prefix) {

@@ -178,12 +178,30 @@ bool matched_physically(const PatternSet& patterns, char* full_path, size_t leng
 
 namespace {
 
+// A relative path already normal, against the working directory: its name (the system call itself, for
+// its length) read into `out`, then "/" and the path; 0 for any other (made by make_full_path).
+size_t joined_to_working_directory(std::string_view path, char* out) {
+  const long n = real_syscall(SYS_getcwd, out, kMaxPath);
+  if (n <= 1 || out[0] != '/') return 0;  // an unreachable directory's name does not start with '/'
+  return join_plainly_normal(out, static_cast<size_t>(n) - 1, path, kMaxPath);
+}
+
 // Any other path (relative, not normal, a descriptor's /proc name, too long), or one that did not match
 // as given: made, then matched.
 [[gnu::noinline]] bool matched_by_made_path(int dirfd, const char* path, size_t length, char* full_path,
                                             size_t* full_length) {
   const PatternSet& patterns = g_config->paths;
   const std::string_view given(path, length);
+  // A relative path already normal, against the working directory: that directory, "/" and the path,
+  // without normalize_path's walk (issue 27).
+  if (dirfd == AT_FDCWD && full_path != nullptr && length != 0 && path[0] != '/') {
+    const size_t made = joined_to_working_directory(given, full_path);
+    if (made != 0 && !starts_like_a_descriptor_name({full_path, made}) &&
+        patterns.matches_path({full_path, made})) {
+      if (full_length) *full_length = made;
+      return true;
+    }
+  }
   // A descriptor's /proc name ends with a number: its target is what a pattern may match.
   bool proc_name = false;
   if (!patterns.could_match(given)) {

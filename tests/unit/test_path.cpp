@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -182,4 +183,36 @@ TEST_CASE("the copy of a plainly normal absolute path is the test and memcpy, at
   CHECK(std::string(out) == "/");
   CHECK_FALSE(copy_plainly_normal_absolute({}, out));
   CHECK_FALSE(copy_plainly_normal_absolute("a/b", out));
+}
+
+TEST_CASE("a relative path joined in place to its base is what normalize_path makes, or nothing") {
+  // Issue 27: a guarded open of a relative name reads the working directory into the full path's buffer
+  // and appends "/" and the name, when normalize_path would make exactly that.
+  std::mt19937 random(2729);
+  size_t joined = 0;
+  for (int i = 0; i < 200000; ++i) {
+    const std::string base = random() % 8 == 0 ? "relative" : random_path(random, true);
+    const std::string path = random_path(random, random() % 4 == 0);
+    CAPTURE(base, path);
+    char expected[256];
+    const size_t n = normalize_path(base, path, expected, sizeof expected);
+    std::vector<char> out(256, '#');
+    std::memcpy(out.data(), base.data(), base.size());
+    const size_t made = join_plainly_normal(out.data(), base.size(), path, out.size());
+    SplitPath s;
+    const bool plain = !path.empty() && path[0] != '/' && split_normal_path(base, path, s);
+    REQUIRE((made != 0) == plain);
+    if (made == 0) continue;
+    ++joined;
+    REQUIRE(n == made);
+    REQUIRE(std::string(out.data()) == std::string(expected, n));
+  }
+  CHECK(joined > 10000);  // the test says something about paths that are joined
+  char small[8] = "/ab";
+  CHECK(join_plainly_normal(small, 3, "cdef", sizeof small) == 0);  // "/ab/cdef" and its NUL: 9 bytes
+  CHECK(join_plainly_normal(small, 3, "cde", sizeof small) == 7);
+  CHECK(std::string(small) == "/ab/cde");
+  char root[8] = "/";
+  CHECK(join_plainly_normal(root, 1, "x", sizeof root) == 2);
+  CHECK(std::string(root) == "/x");
 }
