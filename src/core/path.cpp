@@ -80,6 +80,18 @@ bool already_normal(std::string_view path) {
   return static_cast<unsigned>(_mm256_movemask_epi8(_mm256_and_si256(_mm256_cmpeq_epi8(a, slash), next)));
 }
 
+[[gnu::target("avx2")]] bool has_slash_before_slash_or_dot_avx2(const char* p, size_t n) {
+  size_t i = 0;
+  for (; i + 33 <= n; i += 32) {
+    if (window_avx2(p + i)) return true;
+  }
+  return i + 1 < n && window_avx2(p + n - 33);  // the last pairs, overlapping the previous window
+}
+#endif
+
+}  // namespace
+
+#if defined(__x86_64__)
 // copy_plainly_normal_absolute of an absolute path of n >= 33 bytes: the windows copy p[0..n - 1) (the
 // last pair's second byte is only read), without a branch per window up to 64 bytes.
 [[gnu::target("avx2")]] bool copy_plainly_normal_avx2(const char* p, size_t n, char* out) {
@@ -98,16 +110,7 @@ bool already_normal(std::string_view path) {
   return true;
 }
 
-[[gnu::target("avx2")]] bool has_slash_before_slash_or_dot_avx2(const char* p, size_t n) {
-  size_t i = 0;
-  for (; i + 33 <= n; i += 32) {
-    if (window_avx2(p + i)) return true;
-  }
-  return i + 1 < n && window_avx2(p + n - 33);  // the last pairs, overlapping the previous window
-}
 #endif
-
-}  // namespace
 
 bool has_slash_before_slash_or_dot(const char* p, size_t n) {
   if (n < 2) return false;
@@ -142,13 +145,10 @@ bool has_slash_before_slash_or_dot(const char* p, size_t n) {
 #endif
 }
 
-bool copy_plainly_normal_absolute(std::string_view path, char* out) {
+bool copy_plainly_normal_absolute_short(std::string_view path, char* out) {
   const char* p = path.data();
   const size_t n = path.size();
   if (n == 0 || p[0] != '/') return false;
-#if defined(__x86_64__)
-  if (n >= 33 && __builtin_cpu_supports("avx2")) return copy_plainly_normal_avx2(p, n, out);
-#endif
   if ((n > 1 && p[n - 1] == '/') || has_slash_before_slash_or_dot(p, n)) return false;
   std::memcpy(out, p, n);
   out[n] = '\0';

@@ -34,7 +34,18 @@ inline bool plainly_normal_absolute(std::string_view s) {
 // plainly_normal_absolute(path) and, when true, `path` and a NUL copied into out[0..path.size()]: the test
 // and the copy in one pass over the bytes (issue 27: a guarded open's path is its own full path). `out`
 // (at least path.size() + 1 bytes) may be written to either way.
-bool copy_plainly_normal_absolute(std::string_view path, char* out);
+bool copy_plainly_normal_absolute_short(std::string_view path, char* out);
+#if defined(__x86_64__)
+bool copy_plainly_normal_avx2(const char* p, size_t n, char* out);  // n >= 33, '/' first, AVX2 present
+#endif
+inline bool copy_plainly_normal_absolute(std::string_view path, char* out) {
+#if defined(__x86_64__)
+  // The common case chosen inline (a path of 33 bytes and more on a processor with AVX2).
+  if (path.size() >= 33 && path[0] == '/' && __builtin_cpu_supports("avx2"))
+    return copy_plainly_normal_avx2(path.data(), path.size(), out);
+#endif
+  return copy_plainly_normal_absolute_short(path, out);
+}
 
 // Fills `out` and returns true when normalize_path(base, path) is exactly the split path; false when it
 // may differ (an empty, "." or ".." component, a trailing '/', a component starting with '.': then call
