@@ -88,8 +88,8 @@ SeekSite* Description::seek_site_for_recording() {
   return expected;
 }
 
-void FileTable::set_path(Description* d, const char* path) {
-  size_t n = std::strlen(path);
+void FileTable::set_path(Description* d, const char* path, size_t length) {
+  size_t n = length ? length : std::strlen(path);
   if (n >= kMaxPath) n = kMaxPath - 1;
   const size_t c = path_class(n + 1);
   char* buffer = static_cast<char*>(paths_[c].allocate());
@@ -287,7 +287,7 @@ Description* FileTable::track(int fd, const OpenRecord& record) {
     d->site = OpenSite{};
   }
   d->seek_site_.store(nullptr, std::memory_order_relaxed);  // recycle_description unmapped any
-  set_path(d, record.path);
+  set_path(d, record.path, record.path_length);
   d->refs.store(1, std::memory_order_release);
 
   Description* previous = slots_[fd].exchange(d, std::memory_order_acq_rel);

@@ -195,6 +195,7 @@ struct Description {
 
 struct OpenRecord {
   const char* path = "";
+  size_t path_length = 0;  // strlen(path) when the caller knows it (0: measured)
   dev_t device = 0;
   ino_t inode = 0;
   uint64_t size = 0;
@@ -354,7 +355,7 @@ class FileTable {
   // registry_ held; `created`: the file was not tracked before (no other thread can reach it yet).
   TrackedFile* acquire_file(dev_t device, ino_t inode, uint64_t size, bool& created);
 
-  void set_path(Description* d, const char* path);  // registry_ held
+  void set_path(Description* d, const char* path, size_t length);  // registry_ held
 
   Lock registry_;
   uint64_t mask_before_fork_ = 0;

@@ -225,6 +225,8 @@ PatternSet::Pattern PatternSet::make_pattern(std::string text, bool full_path) {
     p.end_word |= uint64_t{byte} << (8 * (8 - n + i));
   }
   p.end_mask = n == 0 ? 0 : ~uint64_t{0} << (8 * (8 - n));
+  if (p.literal_suffix.size() > 8) std::memcpy(&p.start_word, p.literal_suffix.data(), 8);
+  p.slash_in_suffix = p.literal_suffix.find('/') != std::string::npos;
   return p;
 }
 
@@ -238,9 +240,16 @@ bool PatternSet::ends_with_long_suffix(std::string_view text, const Pattern& p) 
   return std::memcmp(text.data() + text.size() - suffix.size(), suffix.data(), suffix.size()) == 0;
 }
 
+bool PatternSet::suffix_ends_with_relative(const Pattern& p, std::string_view path) {
+  const std::string_view suffix = p.literal_suffix;
+  return suffix.size() > path.size() && suffix[suffix.size() - path.size() - 1] == '/' &&
+         suffix.ends_with(path);
+}
+
 std::string PatternSet::compile(std::string_view spec) {
   patterns_.clear();
   has_full_path_patterns_ = false;
+  suffixes_only_ = false;
   if (spec.empty()) return "no pattern given";
   size_t start = 0;
   while (true) {
@@ -258,6 +267,8 @@ std::string PatternSet::compile(std::string_view spec) {
     if (colon == std::string_view::npos) break;
     start = colon + 1;
   }
+  suffixes_only_ = true;
+  for (const Pattern& p : patterns_) suffixes_only_ = suffixes_only_ && p.star_then_suffix;
   return {};
 }
 
@@ -279,6 +290,7 @@ size_t PatternSet::add_physical_aliases(PhysicalName physical) {
     for (const Pattern& p : patterns_) known = known || p.text == alias;
     if (known) continue;
     patterns_.push_back(make_pattern(alias, true));
+    suffixes_only_ = false;
     ++added;
   }
   return added;
@@ -294,6 +306,25 @@ bool PatternSet::matches(std::string_view full_path, std::string_view file_name)
       continue;
     }
     if (glob_match(p.text, text)) return true;
+  }
+  return false;
+}
+
+bool PatternSet::matches_path_slowly(std::string_view path) const {
+  std::string_view name;
+  bool named = false;
+  for (const Pattern& p : patterns_) {
+    // "*.ext": the name ends with the suffix exactly when the path does (the suffix holds no '/').
+    if (p.star_then_suffix) {
+      if (ends_with_suffix(path, p)) return true;
+      continue;
+    }
+    if (!p.full_path && !named) {
+      name = file_name_of(path);
+      named = true;
+    }
+    const std::string_view text = p.full_path ? path : name;
+    if (ends_with_suffix(text, p) && glob_match(p.text, text)) return true;
   }
   return false;
 }

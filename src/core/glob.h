@@ -37,13 +37,29 @@ class PatternSet {
   bool needs_full_path() const { return has_full_path_patterns_; }
   // `full_path` may be empty when !needs_full_path().
   bool matches(std::string_view full_path, std::string_view file_name) const;
+  // matches(path, file_name_of(path)), the name found only if a pattern needs it: a "*.ext" pattern is
+  // told by the path's own ending (its suffix has no '/', so the path ends with it exactly when the name
+  // does), which is all an open of a file matched by "*.safetensors" costs (issue 27).
+  bool matches_path(std::string_view path) const {
+    if (!suffixes_only_) return matches_path_slowly(path);
+    for (const Pattern& p : patterns_) {
+      if (ends_with_suffix(path, p)) return true;
+    }
+    return false;
+  }
   // False when no pattern can match a path ending like `path` (as given to open, before normalization):
-  // each pattern's literal suffix must end it. Rejects most paths with one comparison per pattern.
+  // each pattern's literal suffix must end it, or, for a relative path shorter than the suffix, end with
+  // "/" and the path (the rest may be the base directory's). Rejects most paths with one comparison per
+  // pattern.
   bool could_match(std::string_view path) const {
     // Normalization may change how a path ends only when it ends with "/" or ".".
     if (path.empty() || path.back() == '/' || path.back() == '.') return true;
     for (const Pattern& p : patterns_) {
-      if (ends_with_suffix(path, p)) return true;
+      if (__builtin_expect(path.size() < p.literal_suffix.size(), 0)) {
+        if (p.slash_in_suffix && path[0] != '/' && suffix_ends_with_relative(p, path)) return true;
+      } else if (ends_with_suffix(path, p)) {
+        return true;
+      }
     }
     return false;
   }
@@ -57,11 +73,17 @@ class PatternSet {
     // are told apart from the suffix by one load and one comparison (issue 27).
     uint64_t end_word = 0;
     uint64_t end_mask = 0;
+    // A suffix of 9 to 16 bytes: its first 8, compared as a second word (".safetensors" is 12), not by
+    // memcmp.
+    uint64_t start_word = 0;
     bool full_path = false;
     bool star_then_suffix = false;  // "*" and its literal suffix only: matched by the suffix test alone
+    bool slash_in_suffix = false;   // only such a suffix may end a relative path shorter than it
   };
   std::vector<Pattern> patterns_;
   bool has_full_path_patterns_ = false;
+  bool suffixes_only_ = false;  // every pattern is star_then_suffix: matches_path is the suffix tests
+  bool matches_path_slowly(std::string_view path) const;
   static Pattern make_pattern(std::string text, bool full_path);
   static bool ends_with_suffix(std::string_view text, const Pattern& p) {
     const size_t n = p.literal_suffix.size();
@@ -70,9 +92,16 @@ class PatternSet {
     uint64_t last;  // the text's last 8 bytes, little-endian
     std::memcpy(&last, text.data() + text.size() - 8, 8);
     if ((last & p.end_mask) != p.end_word) return false;
-    return n <= 8 || ends_with_long_suffix(text, p);
+    if (n <= 8) return true;
+    if (n > 16) return ends_with_long_suffix(text, p);
+    uint64_t first;  // the text's bytes where the suffix starts (n <= text.size())
+    std::memcpy(&first, text.data() + text.size() - n, 8);
+    return first == p.start_word;
   }
   static bool ends_with_long_suffix(std::string_view text, const Pattern& p);
+  // Whether `p`'s literal suffix ends with "/" and the relative `path` (shorter than it): joined to a
+  // base directory, the path may then end with the suffix ("x.bin" against "/data/**/x.bin").
+  static bool suffix_ends_with_relative(const Pattern& p, std::string_view path);
 };
 
 std::string_view file_name_of(std::string_view path);

@@ -24,15 +24,34 @@ struct SplitPath {
 // can be changed by normalization; ".hidden" is one too, conservatively). Never reads outside p[0..n).
 bool has_slash_before_slash_or_dot(const char* p, size_t n);
 
+// Whether `s` is absolute and surely left as it is by normalize_path: "/", or no '/' followed by '/' or
+// '.' and no trailing '/' (conservative: "/a/.hidden" is normal but said not to be).
+inline bool plainly_normal_absolute(std::string_view s) {
+  if (s.empty() || s[0] != '/') return false;
+  return s.size() == 1 || (s.back() != '/' && !has_slash_before_slash_or_dot(s.data(), s.size()));
+}
+
+// plainly_normal_absolute(path) and, when true, `path` and a NUL copied into out[0..path.size()]: the test
+// and the copy in one pass over the bytes (issue 27: a guarded open's path is its own full path). `out`
+// (at least path.size() + 1 bytes) may be written to either way.
+bool copy_plainly_normal_absolute_short(std::string_view path, char* out);
+#if defined(__x86_64__)
+bool copy_plainly_normal_avx2(const char* p, size_t n, char* out);  // n >= 33, '/' first, AVX2 present
+#endif
+inline bool copy_plainly_normal_absolute(std::string_view path, char* out) {
+#if defined(__x86_64__)
+  // The common case chosen inline (a path of 33 bytes and more on a processor with AVX2).
+  if (path.size() >= 33 && path[0] == '/' && __builtin_cpu_supports("avx2"))
+    return copy_plainly_normal_avx2(path.data(), path.size(), out);
+#endif
+  return copy_plainly_normal_absolute_short(path, out);
+}
+
 // Fills `out` and returns true when normalize_path(base, path) is exactly the split path; false when it
 // may differ (an empty, "." or ".." component, a trailing '/', a component starting with '.': then call
 // normalize_path) or when a relative path comes without an absolute base. Reads each byte once, 16 at a
 // time.
 inline bool split_normal_path(std::string_view base, std::string_view path, SplitPath& out) {
-  auto plainly_normal_absolute = [](std::string_view s) {
-    if (s.empty() || s[0] != '/') return false;
-    return s.size() == 1 || (s.back() != '/' && !has_slash_before_slash_or_dot(s.data(), s.size()));
-  };
   if (path.empty()) return false;
   if (path[0] == '/') {
     if (!plainly_normal_absolute(path)) return false;
@@ -46,6 +65,13 @@ inline bool split_normal_path(std::string_view base, std::string_view path, Spli
   out = {base, path};
   return true;
 }
+
+// normalize_path(base, path) when it is the base, "/" and the path (split_normal_path's test: a relative
+// path without an empty, "." or ".." component or a trailing '/', against a plainly normal absolute base),
+// made in place: out[0..base_length) holds the base (a working directory's name, read into `out`), the
+// rest and a NUL are appended. Returns the joined length; 0 when normalize_path might make another path,
+// or when it does not fit in `capacity` (`out` may then have been written to).
+size_t join_plainly_normal(char* out, size_t base_length, std::string_view path, size_t capacity);
 
 // Whether `prefix` (absolute and normal, as a mount point) is `path` or one of its directories, as
 // mount lookups test it on the joined path.

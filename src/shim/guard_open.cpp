@@ -148,8 +148,8 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
   const bool name_may_match =
       request.measured_length ? request.name_may_match : may_match_by_name(request.path, length);
   // The path buffer is taken only where the path is made (issue 27: an unmatched write open makes none).
-  decision.by_name =
-      name_may_match && matched_by_name_slowly(request.dirfd, request.path, length, decision.take_path());
+  decision.by_name = name_may_match && matched_by_name_slowly(request.dirfd, request.path, length,
+                                                              decision.take_path(), &decision.path_length);
   if (!decision.by_name && !(writes && __builtin_expect(g_files.any_live_file(), 0) &&
                              opens_a_tracked_file_slow(request.dirfd, request.path, decision.take_path()))) {
     // Not by name: a write open on an append-only mount is guarded all the same.
@@ -249,6 +249,7 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
 
   OpenRecord record;
   record.path = decision.path;
+  record.path_length = decision.path_length;
   record.device = st.st_dev;
   record.inode = st.st_ino;
   record.size = static_cast<uint64_t>(st.st_size);

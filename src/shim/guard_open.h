@@ -61,6 +61,7 @@ struct OpenDecision {
   // take_path() only when the path is needed (issue 27: an unmatched write open needs none); null until
   // then, and if no memory could be mapped. Set whenever `guarded` or `trace_only` is.
   char* path = nullptr;
+  size_t path_length = 0;  // strlen(path) where decide_open made it with its length known (0: measure it)
   char* take_path() {
     if (!path) path = path_buffer_.get();
     return path;

@@ -78,27 +78,47 @@ void notice_unresolvable_path(int dirfd, const char* path, bool no_memory) {
 
 }  // namespace
 
+namespace {
+
+// The first bytes of a descriptor's /proc name ("/proc/", "/dev/fd/"): names_a_descriptor tells the rest.
+// Its second byte first: most paths are told by it.
+inline bool starts_like_a_descriptor_name(std::string_view path) {
+  if (path.size() < 6 || (path[1] != 'p' && path[1] != 'd')) return false;
+  return path.starts_with("/proc/") || path.starts_with("/dev/fd/");
+}
+
+// resolve_full_path's work on a path whose length is known; returns the full path's length (0: not
+// resolved).
+size_t make_full_path(int dirfd, std::string_view path, char* out) {
+  size_t length = 0;
+  if (!path.empty() && path[0] == '/') {
+    length = normalize_path({}, path, out, kMaxPath);
+  } else {
+    PathLease lease(1);
+    char* base = lease.get();
+    if (!base || !base_directory(dirfd, base, kMaxPath)) return 0;
+    length = normalize_path(base, path, out, kMaxPath);
+  }
+  // /proc/self/fd/N: the file it reopens.
+  if (length != 0 && starts_like_a_descriptor_name({out, length}) && names_a_descriptor({out, length})) {
+    PathLease lease(1);
+    char* target = lease.get();
+    if (target && descriptor_target(out, target)) {
+      length = std::strlen(target);
+      std::memcpy(out, target, length + 1);
+    }
+  }
+  return length;
+}
+
+}  // namespace
+
 bool resolve_full_path(int dirfd, const char* path, char* out) {
   if (!out) {  // no per-thread path buffer could be mapped
     notice_unresolvable_path(dirfd, path, true);
     return false;
   }
-  if (path[0] == '/') {
-    if (normalize_path({}, path, out, kMaxPath) == 0) return false;
-  } else {
-    PathLease lease(1);
-    char* base = lease.get();
-    if (!base || !base_directory(dirfd, base, kMaxPath)) return false;
-    if (normalize_path(base, path, out, kMaxPath) == 0) return false;
-  }
-  // /proc/self/fd/N: the file it reopens (the prefixes first: /dev/shm is common).
-  if (__builtin_expect(std::memcmp(out, "/proc/", 6) == 0 || std::memcmp(out, "/dev/fd/", 8) == 0, 0) &&
-      names_a_descriptor(out)) {
-    PathLease lease(1);
-    char* target = lease.get();
-    if (target && descriptor_target(out, target)) std::memcpy(out, target, std::strlen(target) + 1);
-  }
-  return true;
+  return make_full_path(dirfd, path, out) != 0;
 }
 
 bool descriptor_path(int fd, char* out, size_t capacity) {
@@ -122,61 +142,113 @@ bool descriptor_path(int fd, char* out, size_t capacity) {
 
 namespace {
 
-// `full_path` with the symlinks of its directory resolved (the directory must exist), as getcwd and
-// /proc/self/fd name it, into `out`; `scratch` is a kMaxPath buffer.
-bool physical_path_of(const char* full_path, char* out, char* scratch) {
-  std::string_view path(full_path);
+// `full_path` (`length` bytes) with the symlinks of its directory resolved (the directory must exist), as
+// getcwd and /proc/self/fd name it, into `out`; `scratch` is a kMaxPath buffer. Returns its length, 0 if
+// it has none.
+size_t physical_path_of(const char* full_path, size_t length, char* out, char* scratch) {
+  const std::string_view path(full_path, length);
   size_t slash = path.rfind('/');
-  if (slash == std::string_view::npos || slash == 0) return false;
+  if (slash == std::string_view::npos || slash == 0) return 0;
   std::memcpy(scratch, full_path, slash);
   scratch[slash] = '\0';
   int fd = real_open(scratch, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
-  if (fd < 0) return false;
+  if (fd < 0) return 0;
   bool ok = descriptor_path(fd, scratch, kMaxPath);
   real_close(fd);
-  if (!ok) return false;
-  return normalize_path(scratch, path.substr(slash + 1), out, kMaxPath) > 0;
+  if (!ok) return 0;
+  return normalize_path(scratch, path.substr(slash + 1), out, kMaxPath);
+}
+
+// A pattern with '/' that the full path (`length` bytes, made) did not match may match it with the
+// symlinks of its directory resolved: then `full_path` becomes that name.
+bool matched_physically(const PatternSet& patterns, char* full_path, size_t length, size_t* full_length) {
+  PathLease lease(2);
+  char* physical = lease.get(0);
+  if (!physical) return false;
+  const size_t physical_length = physical_path_of(full_path, length, physical, lease.get(1));
+  const std::string_view made(physical, physical_length);
+  if (physical_length == 0 || made == std::string_view(full_path, length) || !patterns.matches_path(made))
+    return false;
+  std::memcpy(full_path, physical, physical_length + 1);
+  if (full_length) *full_length = physical_length;
+  return true;
 }
 
 }  // namespace
 
-bool matched_by_name_slowly(int dirfd, const char* path, size_t length, char* full_path) {
+namespace {
+
+// A relative path already normal, against the working directory: its name (the system call itself, for
+// its length) read into `out`, then "/" and the path; 0 for any other (made by make_full_path).
+size_t joined_to_working_directory(std::string_view path, char* out) {
+  const long n = real_syscall(SYS_getcwd, out, kMaxPath);
+  if (n <= 1 || out[0] != '/') return 0;  // an unreachable directory's name does not start with '/'
+  return join_plainly_normal(out, static_cast<size_t>(n) - 1, path, kMaxPath);
+}
+
+// Any other path (relative, not normal, a descriptor's /proc name, too long), or one that did not match
+// as given: made, then matched.
+[[gnu::noinline]] bool matched_by_made_path(int dirfd, const char* path, size_t length, char* full_path,
+                                            size_t* full_length) {
   const PatternSet& patterns = g_config->paths;
   const std::string_view given(path, length);
+  // A relative path already normal, against the working directory: that directory, "/" and the path,
+  // without normalize_path's walk (issue 27).
+  if (dirfd == AT_FDCWD && full_path != nullptr && length != 0 && path[0] != '/') {
+    const size_t made = joined_to_working_directory(given, full_path);
+    if (made != 0 && !starts_like_a_descriptor_name({full_path, made}) &&
+        patterns.matches_path({full_path, made})) {
+      if (full_length) *full_length = made;
+      return true;
+    }
+  }
   // A descriptor's /proc name ends with a number: its target is what a pattern may match.
   bool proc_name = false;
   if (!patterns.could_match(given)) {
     if (given.empty() || given.back() < '0' || given.back() > '9' || !names_a_descriptor(given)) return false;
     proc_name = true;
   } else {
-    proc_name = (given.starts_with("/proc/") || given.starts_with("/dev/fd/")) && names_a_descriptor(given);
+    proc_name = starts_like_a_descriptor_name(given) && names_a_descriptor(given);
   }
   if (!full_path) {
     notice_unresolvable_path(dirfd, path, true);
     return false;
   }
-  if (!proc_name && !patterns.needs_full_path() && !patterns.matches({}, file_name_of(path))) return false;
-  if (!resolve_full_path(dirfd, path, full_path)) {
+  if (!proc_name && !patterns.needs_full_path() && !patterns.matches({}, file_name_of(given))) return false;
+  size_t made = make_full_path(dirfd, given, full_path);
+  if (made == 0) {
     if (patterns.needs_full_path() || proc_name) {
       notice_unresolvable_path(dirfd, path, false);
       return false;
     }
     std::strncpy(full_path, path, kMaxPath - 1);  // a name-only match still counts
     full_path[kMaxPath - 1] = '\0';
+    made = std::strlen(full_path);
   }
-  if (!patterns.needs_full_path()) {
-    // The name matched above; a /proc name is matched by its target's.
-    return !proc_name || patterns.matches({}, file_name_of(full_path));
+  const std::string_view resolved(full_path, made);
+  // Without patterns with '/', the name matched above; a /proc name is matched by its target's.
+  if ((!patterns.needs_full_path() && !proc_name) || patterns.matches_path(resolved)) {
+    if (full_length) *full_length = made;
+    return true;
   }
-  if (patterns.matches(full_path, file_name_of(full_path))) return true;
-  PathLease lease(2);
-  char* physical = lease.get(0);
-  if (!physical || !physical_path_of(full_path, physical, lease.get(1)) ||
-      std::strcmp(physical, full_path) == 0)
-    return false;
-  if (!patterns.matches(physical, file_name_of(physical))) return false;
-  std::memcpy(full_path, physical, std::strlen(physical) + 1);
-  return true;
+  return patterns.needs_full_path() && matched_physically(patterns, full_path, made, full_length);
+}
+
+}  // namespace
+
+bool matched_by_name_slowly(int dirfd, const char* path, size_t length, char* full_path,
+                            size_t* full_length) {
+  // The common case (PyTorch and safetensors open absolute paths): an absolute path already normal, not a
+  // descriptor's /proc name, is its own full path, copied once; "*.ext" is told by its ending (issue 27).
+  // Any other, and a path that does not match (which may match through a symlinked directory), is made.
+  const std::string_view given(path, length);
+  if (__builtin_expect(full_path != nullptr && length < kMaxPath, 1) &&
+      !starts_like_a_descriptor_name(given) && copy_plainly_normal_absolute(given, full_path) &&
+      g_config->paths.matches_path(given)) {
+    if (full_length) *full_length = length;
+    return true;
+  }
+  return matched_by_made_path(dirfd, path, length, full_path, full_length);
 }
 
 namespace {
@@ -272,7 +344,7 @@ bool on_append_only_mount(int dirfd, const char* path, size_t length, char* full
 }
 
 bool guards_full_path(const char* full_path) {
-  return g_config->paths.matches(full_path, file_name_of(full_path)) || append_only_mount_of(full_path);
+  return g_config->paths.matches_path(full_path) || append_only_mount_of(full_path);
 }
 
 bool guarded_path(const char* path, char* full_path) {

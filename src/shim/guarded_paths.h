@@ -19,7 +19,10 @@ bool descriptor_path(int fd, char* out, size_t capacity);
 // directory resolved, so that a file is guarded however it is named (absolute, relative, openat).
 // `length`: strlen(path), when the caller has it. Most names are told by the patterns' literal suffixes
 // here, inline; a name ending like a pattern, or with a digit (a descriptor's /proc name), goes on.
-bool matched_by_name_slowly(int dirfd, const char* path, size_t length, char* full_path);
+// An absolute path already normal (the common case) is copied once into `full_path`, and its length is
+// what `full_length` (when given) receives on a match: strlen(full_path).
+bool matched_by_name_slowly(int dirfd, const char* path, size_t length, char* full_path,
+                            size_t* full_length = nullptr);
 // False when matched_by_name is surely false, without a path buffer.
 inline bool may_match_by_name(const char* path, size_t length) {
   const char last = length ? path[length - 1] : '\0';

@@ -30,6 +30,8 @@ template <typename Call>
     }
     // A file with the kernel's append-only attribute: opened again with O_APPEND, guarded (issue 23),
     // by the one call of open_as_decided below (a second copy of it would grow every write open's frame).
+    // Its path is made again there: the length decide_open may have left no longer says.
+    decision.path_length = 0;
     if (errno != EPERM || !decide_append_only_retry(request, decision)) {
       note_unguarded_open_failure(function, dirfd, path, errno);
       return fd;

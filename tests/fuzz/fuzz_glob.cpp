@@ -97,6 +97,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (why.empty()) {
     appendguard::PatternSet set;
     FUZZ_CHECK(set.compile(pattern).empty() || pattern.find(':') != std::string_view::npos);
+    // A guarded open's match (issue 27): matches_path is matches on the path and its name, and a path
+    // a pattern matches is never rejected by could_match, nor any relative tail of it (a name given
+    // relative to its directory).
+    const bool by_path = set.matches_path(text);
+    FUZZ_CHECK(by_path == set.matches(text, appendguard::file_name_of(text)));
+    if (by_path && !text.empty() && text[0] == '/' && text.find("//") == std::string_view::npos &&
+        text.find("/.") == std::string_view::npos) {
+      FUZZ_CHECK(set.could_match(text));
+      for (size_t slash = text.find('/'); slash != std::string_view::npos;
+           slash = text.find('/', slash + 1)) {
+        if (slash + 1 < text.size()) FUZZ_CHECK(set.could_match(text.substr(slash + 1)));
+      }
+    }
   }
   return 0;
 }

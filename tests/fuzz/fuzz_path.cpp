@@ -16,6 +16,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view path = newline == std::string_view::npos ? std::string_view() : input.substr(newline + 1);
   std::vector<char> out(capacity + 1, '#');
   size_t length = appendguard::normalize_path(base, path, out.data(), capacity);
+  // A guarded open's shortcuts (issue 27) make what normalize_path makes, or nothing: the copy of an
+  // absolute path already normal, and a relative one joined in place to its base.
+  std::vector<char> copy(path.size() + 2, '#');
+  if (appendguard::copy_plainly_normal_absolute(path, copy.data())) {
+    FUZZ_CHECK(copy[path.size()] == '\0' && copy[path.size() + 1] == '#');
+    FUZZ_CHECK(std::memcmp(copy.data(), path.data(), path.size()) == 0);
+    FUZZ_CHECK(path.size() + 1 > capacity || length == path.size());
+  }
+  if (base.size() <= capacity) {
+    std::vector<char> joined(capacity + 1, '#');
+    std::memcpy(joined.data(), base.data(), base.size());
+    const size_t made = appendguard::join_plainly_normal(joined.data(), base.size(), path, capacity);
+    FUZZ_CHECK(joined[capacity] == '#');
+    if (made != 0) FUZZ_CHECK(made == length && std::memcmp(joined.data(), out.data(), length + 1) == 0);
+  }
   FUZZ_CHECK(out[capacity] == '#');
   if (length == 0) return 0;
   FUZZ_CHECK(length < capacity && out[length] == '\0');

@@ -228,6 +228,24 @@ class PathMatchingTest(TempDirTest):
                 f"dir_fd=os.open({self.path('link')!r}, os.O_RDONLY))")
         self.assertEqual(self.backward_write(code), "95")
 
+    def test_relative_name_shorter_than_the_patterns_literal_suffix(self):
+        # The pattern's literal suffix "/ckpt.bin" is longer than the name given: the name was rejected
+        # before its path was made (could_match compared it alone), so the file was not guarded.
+        os.mkdir(self.path("real/run"))
+        code = ("import os, sys\n"
+                "fd = os.open('ckpt.bin', os.O_WRONLY | os.O_CREAT | os.O_TRUNC)\n"
+                "os.write(fd, b'0123456789')\n"
+                "try:\n"
+                "    os.pwrite(fd, b'X', 0)\n"
+                "    print('backward=written')\n"
+                "except OSError as e:\n"
+                "    print('backward=%d' % e.errno)\n")
+        proc = run([PYTHON, "-c", code], cwd=self.path("real/run"),
+                   APPENDGUARD_PATHS=self.path("real") + "/**/ckpt.bin", APPENDGUARD_FS="none",
+                   APPENDGUARD_BACKTRACE="0")
+        self.assertOk(proc)
+        self.assertEqual(results(proc.stdout)["backward"], "95")
+
     def test_a_file_outside_the_pattern_stays_unguarded(self):
         os.mkdir(self.path("other"))
         code = f"os.open({self.path('other/d.safetensors')!r}, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)"

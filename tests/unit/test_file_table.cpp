@@ -342,3 +342,21 @@ TEST_CASE("a stale pointer to a description whose page was returned reads zeros 
   }
   CHECK(zeroed > kFiles / 2);  // most pages went back (a few are kept, with the last objects given back)
 }
+
+TEST_CASE("a path whose length the caller knows is copied by that length, not measured again") {
+  // Issue 27: decide_open knows the full path's length; the table copies that many bytes.
+  auto table = std::make_unique<FileTable>();
+  OpenRecord known = record("/data/model.safetensors", 11, 0);
+  known.path_length = 23;
+  Description* d = table->track(3, known);
+  REQUIRE(d != nullptr);
+  CHECK(std::string(d->path) == "/data/model.safetensors");
+  OpenRecord shorter = record("/data/model.safetensors", 12, 0);
+  shorter.path_length = 5;  // what the caller says is taken, up to its NUL
+  Description* e = table->track(4, shorter);
+  REQUIRE(e != nullptr);
+  CHECK(std::string(e->path) == "/data");
+  Description* f = table->track(5, record("/data/x.bin", 13, 0));  // 0: measured
+  REQUIRE(f != nullptr);
+  CHECK(std::string(f->path) == "/data/x.bin");
+}

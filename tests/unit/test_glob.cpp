@@ -82,6 +82,16 @@ TEST_CASE("could_match rejects by the literal suffix, conservatively") {
   PatternSet any;
   REQUIRE(any.compile("/data/**").empty());
   CHECK(any.could_match("/anything"));  // no literal suffix: cannot reject
+  // A relative name shorter than a suffix with '/': joined to its directory it may end with it.
+  PatternSet named;
+  REQUIRE(named.compile("/data/**/ckpt.bin").empty());
+  CHECK(named.could_match("ckpt.bin"));  // from /data/run: /data/run/ckpt.bin
+  CHECK(named.could_match("run/ckpt.bin"));
+  CHECK(named.could_match("/ckpt.bin"));
+  CHECK_FALSE(named.could_match("/kpt.bin"));  // absolute: it is what it is
+  CHECK_FALSE(named.could_match("pt.bin"));    // ".../pt.bin" never ends with "/ckpt.bin"
+  CHECK_FALSE(named.could_match("xckpt.bin"));
+  CHECK_FALSE(named.could_match("ckpt.bim"));
 }
 
 TEST_CASE("matching never backtracks: steps bounded by pattern times text, whatever the stars") {
@@ -167,12 +177,39 @@ TEST_CASE("a '*.ext' pattern is compiled into a suffix test that matches as the 
 TEST_CASE("the literal suffix test by words says what a comparison of the ending says") {
   // Issue 27: the last 8 bytes of the suffix are compared as one word. Suffixes of every length from 0 to
   // 12, names shorter and longer than 8 bytes, differing at each end.
-  const std::string suffixes[] = {"",   "n",     ".bin",    ".safetens", "x.safetensors", "ab.cdefgh",
-                                  "bc", "12345", "1234567", "12345678",  "123456789"};
-  const std::string names[] = {"",           "n",        "x.bin",       "a.safetensors", "ab.safetensors",
-                               "abcdefgh",   "12345678", "0123456789",  "123456789",     "x12345678",
-                               "model.bin2", "b.cdefgh", "zab.cdefgh",  "a/ab.cdefgh",   "7",
-                               "1234567",    "x1234567", "safetensors", ".safetensors",  "x.safetensorz"};
+  // Issue 27 again: a suffix of 9 to 16 bytes is compared as two words; longer ones by memcmp.
+  const std::string suffixes[] = {
+      "",      "n",       ".bin",     ".safetens", "x.safetensors", "ab.cdefgh",        "bc",
+      "12345", "1234567", "12345678", "123456789", ".safetensors",  "0123456789abcdef", "0123456789abcdefg"};
+  const std::string names[] = {"",
+                               "n",
+                               "x.bin",
+                               "a.safetensors",
+                               "ab.safetensors",
+                               "abcdefgh",
+                               "12345678",
+                               "0123456789",
+                               "123456789",
+                               "x12345678",
+                               "model.bin2",
+                               "b.cdefgh",
+                               "zab.cdefgh",
+                               "a/ab.cdefgh",
+                               "7",
+                               "1234567",
+                               "x1234567",
+                               "safetensors",
+                               ".safetensors",
+                               "x.safetensorz",
+                               "y.safetensors",
+                               "x.xafetensors",
+                               "0123456789abcdef",
+                               "x0123456789abcdef",
+                               "1123456789abcdef",
+                               "0123456789abcdefg",
+                               "10123456789abcdefg",
+                               "0023456789abcdefg",
+                               "123456789abcdefg"};
   for (const std::string& suffix : suffixes) {
     PatternSet set;
     REQUIRE(set.compile("*" + suffix).empty());
@@ -185,4 +222,51 @@ TEST_CASE("the literal suffix test by words says what a comparison of the ending
       CHECK(set.matches({}, name) == (ends && name.find('/') >= name.size() - suffix.size()));
     }
   }
+}
+
+TEST_CASE("matches_path says what matches says of the path and its file name") {
+  // Issue 27: a guarded open matches its path once, its name found only when a pattern needs it.
+  const char* specs[] = {"*.safetensors",
+                         "*.safetensors:*.pt",
+                         "*.safetensors:/data/**/*.bin",
+                         "model-*.bin",
+                         "*",
+                         "/data/*",
+                         "**/ckpt/*.pt:*.distcp",
+                         "a\\*b:[xy]z",
+                         "*.s[ab]"};
+  const char* paths[] = {"/tmp/a.safetensors",
+                         "/a.safetensors",
+                         "/tmp/x.pt",
+                         "/data/x/y.bin",
+                         "/data/y.bin",
+                         "/tmp/y.bin",
+                         "/model-3.bin",
+                         "/x/model-3.bin",
+                         "/data/f",
+                         "/data/g/h",
+                         "/h/ckpt/w.pt",
+                         "/h/ckptw.pt",
+                         "/r/a*b",
+                         "/r/yz",
+                         "/",
+                         "/q.sa",
+                         "/q/r.sb",
+                         "relative.safetensors",
+                         "x/model-1.bin",
+                         "/d/.safetensors"};
+  for (const char* spec : specs) {
+    PatternSet set;
+    REQUIRE(set.compile(spec).empty());
+    for (const char* path : paths) {
+      CAPTURE(spec, path);
+      CHECK(set.matches_path(path) == set.matches(path, file_name_of(path)));
+    }
+  }
+  PatternSet set;
+  REQUIRE(set.compile("*.safetensors:/data/**/*.bin").empty());
+  CHECK(set.matches_path("/data/x/y.bin"));
+  CHECK(set.matches_path("/tmp/a.safetensors"));
+  CHECK_FALSE(set.matches_path("/tmp/y.bin"));
+  CHECK_FALSE(set.matches_path("/tmp/a.safetensors.tmp"));
 }

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -151,4 +152,67 @@ TEST_CASE("the vector test of '/' before '/' or '.' is the byte-by-byte one, at 
       REQUIRE(has_slash_before_slash_or_dot(exact.data(), exact.size()) == slowly(s));
     }
   }
+}
+
+TEST_CASE("the copy of a plainly normal absolute path is the test and memcpy, at every length and place") {
+  // Issue 27: a guarded open's path is tested and copied in one pass (32-byte windows with AVX2 from 33
+  // bytes, the last one overlapping the end). The source ends where the path does (a read past it would
+  // be seen by the sanitizers); the copy must write the path and its NUL, and nothing past them.
+  std::mt19937 random(2728);
+  for (size_t n = 0; n <= 140; ++n) {
+    for (int round = 0; round < 300; ++round) {
+      std::string s(n, 'a');
+      if (n > 0 && round % 5 != 4) s[0] = '/';  // mostly absolute
+      const size_t marks = n == 0 ? 0 : random() % 4;
+      for (size_t m = 0; m < marks; ++m) s[random() % n] = random() % 2 ? '/' : '.';
+      const std::vector<char> exact(s.begin(), s.end());
+      std::vector<char> out(n + 8, '#');
+      CAPTURE(s);
+      const bool copied = copy_plainly_normal_absolute({exact.data(), exact.size()}, out.data());
+      REQUIRE(copied == plainly_normal_absolute(s));
+      for (size_t i = n + 1; i < out.size(); ++i) REQUIRE(out[i] == '#');
+      if (!copied) continue;
+      REQUIRE(std::string(out.data()) == s);
+      char normalized[256];
+      REQUIRE(normalize_path({}, s, normalized, sizeof normalized) == n);  // left as it is
+      REQUIRE(std::string(normalized) == s);
+    }
+  }
+  char out[8] = "#######";
+  CHECK(copy_plainly_normal_absolute("/", out));
+  CHECK(std::string(out) == "/");
+  CHECK_FALSE(copy_plainly_normal_absolute({}, out));
+  CHECK_FALSE(copy_plainly_normal_absolute("a/b", out));
+}
+
+TEST_CASE("a relative path joined in place to its base is what normalize_path makes, or nothing") {
+  // Issue 27: a guarded open of a relative name reads the working directory into the full path's buffer
+  // and appends "/" and the name, when normalize_path would make exactly that.
+  std::mt19937 random(2729);
+  size_t joined = 0;
+  for (int i = 0; i < 200000; ++i) {
+    const std::string base = random() % 8 == 0 ? "relative" : random_path(random, true);
+    const std::string path = random_path(random, random() % 4 == 0);
+    CAPTURE(base, path);
+    char expected[256];
+    const size_t n = normalize_path(base, path, expected, sizeof expected);
+    std::vector<char> out(256, '#');
+    std::memcpy(out.data(), base.data(), base.size());
+    const size_t made = join_plainly_normal(out.data(), base.size(), path, out.size());
+    SplitPath s;
+    const bool plain = !path.empty() && path[0] != '/' && split_normal_path(base, path, s);
+    REQUIRE((made != 0) == plain);
+    if (made == 0) continue;
+    ++joined;
+    REQUIRE(n == made);
+    REQUIRE(std::string(out.data()) == std::string(expected, n));
+  }
+  CHECK(joined > 10000);  // the test says something about paths that are joined
+  char small[8] = "/ab";
+  CHECK(join_plainly_normal(small, 3, "cdef", sizeof small) == 0);  // "/ab/cdef" and its NUL: 9 bytes
+  CHECK(join_plainly_normal(small, 3, "cde", sizeof small) == 7);
+  CHECK(std::string(small) == "/ab/cde");
+  char root[8] = "/";
+  CHECK(join_plainly_normal(root, 1, "x", sizeof root) == 2);
+  CHECK(std::string(root) == "/x");
 }
