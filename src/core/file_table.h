@@ -23,6 +23,18 @@
 
 namespace appendguard {
 
+// A relaxed load of `flag` compared where it is (cmpb): GCC loads an atomic into a register and tests it
+// there, one instruction more on every untracked write and close. A one-byte load is atomic on x86-64.
+[[gnu::always_inline]] inline bool relaxed_flag_is_set(const std::atomic<bool>& flag) {
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+  bool set;
+  asm("cmpb $0, %1" : "=@ccne"(set) : "m"(flag));
+  return set;
+#else
+  return flag.load(std::memory_order_relaxed);
+#endif
+}
+
 constexpr int kMaxTrackedFd = 1 << 20;  // Linux's default fs.nr_open
 constexpr size_t kMaxPath = 4096;
 constexpr int kOpenFrames = 24;
@@ -258,17 +270,7 @@ class FileTable {
   // it has already, in one instruction (a relaxed load is a plain one): written when the mount table is
   // read (at its first use, in any thread: true until then) and when a refresh finds a new mount, read
   // without ordering (a stale value only delays or adds one look at a failed call).
-  bool watching_untracked_failures() const {
-#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
-    // The byte compared where it is (cmpb): GCC loads an atomic into a register and tests it there, one
-    // instruction more on every untracked write and close. A one-byte load is atomic on x86-64.
-    bool on;
-    asm("cmpb $0, %1" : "=@ccne"(on) : "m"(watch_untracked_failures_));
-    return on;
-#else
-    return watch_untracked_failures_.load(std::memory_order_relaxed);
-#endif
-  }
+  bool watching_untracked_failures() const { return relaxed_flag_is_set(watch_untracked_failures_); }
   void watch_untracked_failures(bool on) {
     if (watch_untracked_failures_.load(std::memory_order_relaxed) != on)
       watch_untracked_failures_.store(on, std::memory_order_relaxed);
