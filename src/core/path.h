@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <string_view>
 
+#include "core/cpu_features.h"
+
 namespace appendguard {
 
 // Joins `path` onto `base_dir` when `path` is relative, then removes "//", "." and ".." lexically
@@ -41,7 +43,7 @@ bool copy_plainly_normal_avx2(const char* p, size_t n, char* out);  // n >= 33, 
 inline bool copy_plainly_normal_absolute(std::string_view path, char* out) {
 #if defined(__x86_64__)
   // The common case chosen inline (a path of 33 bytes and more on a processor with AVX2).
-  if (path.size() >= 33 && path[0] == '/' && __builtin_cpu_supports("avx2"))
+  if (path.size() >= 33 && path[0] == '/' && cpu_has_avx2())
     return copy_plainly_normal_avx2(path.data(), path.size(), out);
 #endif
   return copy_plainly_normal_absolute_short(path, out);
