@@ -206,7 +206,7 @@ TrackedFile* FileTable::acquire_file(dev_t device, ino_t inode, uint64_t size, b
   const uint32_t hash = identity_hash(device, inode);
   if (TrackedFile* f = find_live_file(device, inode, hash)) {
     ++f->descriptions;
-    if (live_files_changed_) live_files_changed_(true);  // the opening thread's selector (auto)
+    if (live_files_changed_) live_files_changed_(true, false);  // the opening thread's selector (auto)
     return f;
   }
   if (live_file_count_ == live_file_capacity_ &&
@@ -230,7 +230,7 @@ TrackedFile* FileTable::acquire_file(dev_t device, ino_t inode, uint64_t size, b
   created = true;
   // Every new file, not only the first: a child sharing our memory (vfork) that released files of the
   // table may have told the callback there were none left.
-  if (live_files_changed_) live_files_changed_(true);
+  if (live_files_changed_) live_files_changed_(true, false);
   return f;
 }
 
@@ -308,7 +308,7 @@ void FileTable::release_file(TrackedFile* file) {
     live_file_count_published_.store(live_file_count_, std::memory_order_relaxed);
     shrink_live_files();
   }
-  if (live_file_count_ == 0 && live_files_changed_) live_files_changed_(false);
+  if (live_file_count_ == 0 && live_files_changed_) live_files_changed_(false, forgetting_as_owner_);
   // No call is writing to it: its last description is recycled only once no guarded call pins it.
   released_writes_.writes += file->writes.exchange(0, std::memory_order_relaxed);
   released_writes_.bytes += file->bytes_written.exchange(0, std::memory_order_relaxed);
@@ -353,7 +353,9 @@ bool FileTable::forget(int fd) {
   RegistryGuard guard(registry_);
   Description* previous = slots_[fd].exchange(nullptr, std::memory_order_acq_rel);
   if (!previous || previous == closed_by_program()) return false;
+  forgetting_as_owner_ = true;  // only the owning process calls forget (file_table.h)
   release_description(previous);
+  forgetting_as_owner_ = false;
   return true;
 }
 
