@@ -164,8 +164,12 @@ bool FileTable::resize_live_files(size_t capacity) {
   return true;
 }
 
+namespace {
+constexpr size_t kSmallestLiveFiles = 512;  // a page of pointers: the index and the list never shrink below
+}  // namespace
+
 void FileTable::shrink_live_files() {
-  constexpr size_t kSmallest = 512;  // a page of pointers: never shrunk below
+  constexpr size_t kSmallest = kSmallestLiveFiles;
   if (file_index_capacity_ > kSmallest && live_file_count_ * 4 <= file_index_capacity_ / 2)
     rebuild_index(file_index_capacity_ / 2);
   if (live_file_capacity_ > kSmallest && live_file_count_ * 8 <= live_file_capacity_)
@@ -306,7 +310,9 @@ void FileTable::release_file(TrackedFile* file) {
     live_files_[file->live_index] = last;
     last->live_index = file->live_index;
     live_file_count_published_.store(live_file_count_, std::memory_order_relaxed);
-    shrink_live_files();
+    // Not called while both are at their smallest (most processes): nothing to shrink.
+    if (file_index_capacity_ > kSmallestLiveFiles || live_file_capacity_ > kSmallestLiveFiles)
+      shrink_live_files();
   }
   if (live_file_count_ == 0 && live_files_changed_) live_files_changed_(false, forgetting_as_owner_);
   // No call is writing to it: its last description is recycled only once no guarded call pins it.
