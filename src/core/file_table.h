@@ -295,7 +295,8 @@ class FileTable {
   // After dup/dup2/dup3/F_DUPFD: `new_fd` shares `old_fd`'s description (dropping what new_fd had).
   void alias(int old_fd, int new_fd);
   // After close(fd) or dup2 onto fd: forget it (also a closed_by_program() mark). Returns true if fd was
-  // tracked.
+  // tracked. Called only by the process that owns the table (its caller checks, shim/guard_descriptor.cpp
+  // note_close): the live-files callback is told so (by_owner), and does not ask again.
   bool forget(int fd);
   // A held write session: the program closed `fd`, the library keeps it open. Its slot becomes
   // closed_by_program() (the description is released); clear_closed_by_program undoes that once the
@@ -321,7 +322,9 @@ class FileTable {
   // Called, with the registry held, in the thread that tracks a new description of a file (true; a second
   // description of a file already tracked too) and when the last file is released (false): the
   // raw-system-call layer traps that thread meanwhile (shim/syscall_dispatch.h). Set once, at start-up.
-  void on_live_files_changed(void (*callback)(bool any)) { live_files_changed_ = callback; }
+  // by_owner: the release comes from forget(), which only the owning process calls (else false: the
+  // callback checks the owner itself).
+  void on_live_files_changed(void (*callback)(bool any, bool by_owner)) { live_files_changed_ = callback; }
 
   // The registry's signal masks go through `system_call` (libc's own syscall(): the shim's hook of it
   // costs more, and a raw instruction outside libc would be trapped by the raw-call layer). Start-up.
@@ -389,8 +392,9 @@ class FileTable {
   void unindex_live_file(TrackedFile* file);                     // registry_ held
   // find_live_file with the identity's hash computed already (registry_ held).
   TrackedFile* find_live_file(dev_t device, ino_t inode, uint32_t hash) const;
-  void (*live_files_changed_)(bool any) = nullptr;
-  WriteTotals released_writes_;  // of files released (registry_ held)
+  void (*live_files_changed_)(bool any, bool by_owner) = nullptr;
+  bool forgetting_as_owner_ = false;  // registry_ held: inside forget(), for live_files_changed_
+  WriteTotals released_writes_;       // of files released (registry_ held)
 };
 
 }  // namespace appendguard

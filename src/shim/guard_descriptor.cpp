@@ -55,54 +55,43 @@ void note_close(int fd) {
   if (owns_file_table()) g_files.forget(fd);
 }
 
-int close_tracked(int fd) {
-  // On FUSE mounts close reports what the flush of the data found (HDFS: the write errors, write-once
-  // stores: a failed upload), so the trace shows its real result and a store's refusal of a descriptor
-  // we reopened is explained. What both need is copied first: forgetting recycles the description.
-  const bool traced = tracing();
-  bool rewritten = false;
-  // The path's copy is made only when the trace or a report needs it: the per-thread buffer's lease
-  // (shim/path_scratch.h) was about 70 instructions of every guarded close.
+namespace {
+
+// The end of every guarded close: forgotten, then really closed; a spooled file's failed upload is the
+// close's error.
+inline int close_forgotten(int fd, int upload_error) {
+  note_close(fd);
+  int result = real_close(fd);
+  close_parked_numbers();  // keeps errno
+  if (__builtin_expect(upload_error != 0, 0) && result == 0) {
+    result = -1;
+    errno = upload_error;
+  }
+  return result;
+}
+
+// A close that is traced, or whose store may refuse a descriptor we reopened: what the trace and the
+// notice need is copied first (forgetting recycles the description), then the close ends as every other.
+// `d`: pinned, or null (nothing to read). Out of line: the plain close keeps no path buffer nor copy.
+[[gnu::cold, gnu::noinline]] int close_reporting(int fd, Description* d, bool traced, bool rewritten,
+                                                 int upload_error) {
+  // The path's copy is made only here: the per-thread buffer's lease (shim/path_scratch.h) was about 70
+  // instructions of every guarded close.
   std::optional<PathBuffer> buffer;
   static char no_memory[] = "";
   char* path = no_memory;
   RefusedCall refused{path, 0, 0, false};
-  int upload_error = 0;
-  // Pinned while it is read (FileTable::pin): another thread closing the same number at the same time
-  // may recycle it, and its memory may then read as zeros (core/page_pool.h); a recycled one is closed as
-  // an untracked number. Unpinned before it is forgotten, so that the forget recycles it at once.
-  Description* d = g_files.lookup(fd);
-  if (d && !g_files.pin(d)) d = nullptr;
   if (d) {
-    if ((d->starts_session || d->reused_session || d->site.written_back > 0) &&
-        hold_instead_of_close(fd, d)) {
-      g_files.unpin(d);
-      return 0;
-    }
-    fill_reservation_before_close(fd, d);
-    // A spooled file's last descriptor: its bytes go to the store now (shim/spool.h).
-    if (any_spooled() && g_files.is_last_descriptor_of_file(fd) && upload_spooled_at_close(fd, d) != 0)
-      upload_error = errno;
-    if (g_config->mode == Mode::kEnforce) remember_closed_on_store(d);
-    rewritten = rewritten_open(d) && !reported_already(d, kStoreRefusalReported);
-    if (traced || rewritten) {
-      buffer.emplace();
-      if (buffer->get()) {
-        path = buffer->get();
-        std::snprintf(path, kMaxPath, "%s", d->path);
-      }
+    buffer.emplace();
+    if (buffer->get()) {
+      path = buffer->get();
+      std::snprintf(path, kMaxPath, "%s", d->path);
     }
     refused = RefusedCall::of(d);
     refused.path = path;
     g_files.unpin(d);
   }
-  note_close(fd);
-  int result = real_close(fd);
-  close_parked_numbers();  // keeps errno
-  if (upload_error != 0 && result == 0) {
-    result = -1;
-    errno = upload_error;
-  }
+  int result = close_forgotten(fd, upload_error);
   if (result < 0 && rewritten && is_store_refusal(errno)) {
     int error = errno;
     explain_store_refusal("close", fd, refused, error);
@@ -114,6 +103,42 @@ int close_tracked(int fd) {
     errno = error;
   }
   return result;
+}
+
+}  // namespace
+
+int close_tracked(int fd) {
+  // On FUSE mounts close reports what the flush of the data found (HDFS: the write errors, write-once
+  // stores: a failed upload), so the trace shows its real result and a store's refusal of a descriptor
+  // we reopened is explained (close_reporting).
+  const bool traced = tracing();
+  int upload_error = 0;
+  // Pinned while it is read (FileTable::pin): another thread closing the same number at the same time
+  // may recycle it, and its memory may then read as zeros (core/page_pool.h); a recycled one is closed as
+  // an untracked number. Unpinned before it is forgotten, so that the forget recycles it at once.
+  Description* d = g_files.lookup(fd);
+  if (d && !g_files.pin(d)) d = nullptr;
+  if (!d) {
+    if (__builtin_expect(traced, 0)) return close_reporting(fd, nullptr, traced, false, 0);
+    return close_forgotten(fd, 0);
+  }
+  if ((d->starts_session || d->reused_session || d->site.written_back > 0) && hold_instead_of_close(fd, d)) {
+    g_files.unpin(d);
+    return 0;
+  }
+  // A deferred resize's reservation (shim/guard_size.h): the call only for a file that has one, as most
+  // have not (the same first test as fill_reservation_before_close's, made here without the call).
+  if (d->file && d->file->resize_deferred.load(std::memory_order_relaxed))
+    fill_reservation_before_close(fd, d);
+  // A spooled file's last descriptor: its bytes go to the store now (shim/spool.h).
+  if (any_spooled() && g_files.is_last_descriptor_of_file(fd) && upload_spooled_at_close(fd, d) != 0)
+    upload_error = errno;
+  if (g_config->mode == Mode::kEnforce) remember_closed_on_store(d);
+  const bool rewritten = rewritten_open(d) && !reported_already(d, kStoreRefusalReported);
+  if (__builtin_expect(traced || rewritten, 0))
+    return close_reporting(fd, d, traced, rewritten, upload_error);
+  g_files.unpin(d);
+  return close_forgotten(fd, upload_error);
 }
 
 void note_close_range(const char* operation, unsigned first, unsigned last) {

@@ -251,7 +251,7 @@ void block_this_thread() {
 // tracked file (false): with auto, the first thread's selector goes to BLOCK, the second's back to ALLOW
 // if nothing else is left (every other thread's at its next trap, on_sigsys). Where the layer is
 // missing, one line says so.
-void on_live_files_changed(bool any) {
+void on_live_files_changed(bool any, bool by_owner) {
   if (any) {
     g_any_live_file.store(true, std::memory_order_relaxed);
     if (__builtin_expect(armed(), 1)) {
@@ -265,7 +265,8 @@ void on_live_files_changed(bool any) {
     return;
   }
   // A child sharing our memory (vfork) must not say its parent has no file left (nor touch its byte).
-  if (!owns_file_table()) return;
+  // A close's forget was made by the owner (note_close checked it): no second getpid.
+  if (!by_owner && !owns_file_table()) return;
   g_any_live_file.store(false, std::memory_order_relaxed);
   if (armed() && !g_always && nothing_to_trap()) release_this_thread();
 }

@@ -246,8 +246,10 @@ TEST_CASE("files are found by device and inode among thousands, and forgotten in
 
 namespace {
 std::vector<bool> g_live_calls;
-void note_live_files(bool any) {
+std::vector<bool> g_live_calls_by_owner;
+void note_live_files(bool any, bool by_owner) {
   g_live_calls.push_back(any);
+  g_live_calls_by_owner.push_back(by_owner);
 }
 }  // namespace
 
@@ -267,6 +269,28 @@ TEST_CASE("the live-files callback runs for every new description, a second one 
   CHECK(g_live_calls.size() == 2);  // the file is still open through 5
   CHECK(table->forget(5));
   CHECK(g_live_calls == std::vector<bool>{true, true, false});
+}
+
+TEST_CASE("the live-files callback is told a release made by forget is the owner's, and no other one") {
+  // forget is called only by the owning process (note_close checks it), so the callback's owner check
+  // (a getpid) is not made again for it; any other release (close_range's forget_range, an unpin) asks.
+  auto table = std::make_unique<FileTable>();
+  g_live_calls.clear();
+  g_live_calls_by_owner.clear();
+  table->on_live_files_changed(note_live_files);
+  table->track(3, record("/a", 7, 0));
+  CHECK(table->forget(3));
+  table->track(4, record("/b", 8, 0));
+  table->forget_range(0, 10);
+  CHECK(g_live_calls == std::vector<bool>{true, false, true, false});
+  CHECK(g_live_calls_by_owner == std::vector<bool>{false, true, false, false});
+  table->track(5, record("/c", 9, 0));
+  Description* d = table->lookup(5);
+  REQUIRE(table->pin(d));
+  CHECK(table->forget(5));  // pinned: recycled by the unpin, not by forget
+  table->unpin(d);
+  CHECK(g_live_calls_by_owner.back() == false);
+  CHECK(g_live_calls.back() == false);
 }
 
 TEST_CASE("a scan of the table visits the groups of 64 numbers that held records, not every number below") {
