@@ -392,8 +392,9 @@ void record_site(void* p) {
 __attribute__((noinline)) int capture_addresses(void** frames, int max_frames, StackScope scope) {
   if (!g_loaded.load(std::memory_order_acquire) || max_frames <= 0) return 0;
   if (g_unwinding_disabled.load(std::memory_order_relaxed)) return 0;
-  if (max_frames > CapturedStack::kMaxFrames) max_frames = CapturedStack::kMaxFrames;
-  if (max_frames > SiteChain::kMaxLinks) max_frames = SiteChain::kMaxLinks;
+  constexpr int kMostFrames =  // one test on every guarded open (issue 27)
+      CapturedStack::kMaxFrames < SiteChain::kMaxLinks ? CapturedStack::kMaxFrames : SiteChain::kMaxLinks;
+  if (max_frames > kMostFrames) max_frames = kMostFrames;
   const uintptr_t cfa = reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) + 16;
   const bool nested = t_recording_sites++ > 0;
   std::atomic_signal_fence(std::memory_order_seq_cst);
