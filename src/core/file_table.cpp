@@ -96,12 +96,14 @@ void FileTable::set_path(Description* d, const char* path, size_t length) {
   if (!buffer) {
     d->path = g_no_path;
     d->path_class = kNoPathClass;
+    d->path_length = 0;
     return;
   }
   std::memcpy(buffer, path, n);
   buffer[n] = '\0';
   d->path = buffer;
   d->path_class = static_cast<uint8_t>(c);
+  d->path_length = static_cast<uint16_t>(n);
 }
 
 void FileTable::recycle_unpinned(Description* d) {

@@ -197,6 +197,9 @@ struct Description {
   // Whether the store holding the file renames, as its open found (shim/spool.cpp: the close looks it up
   // only when unknown).
   StoreRenames store_renames = StoreRenames::kUnknown;
+  // strlen(path), kept by FileTable::set_path (in the padding after the two bytes above) so that the write
+  // and close paths do not measure the path again (issue 27).
+  uint16_t path_length = 0;
 
   PositionState snapshot() const { return {position, file->end_of_file, program_appends, kernel_appends}; }
   void store(const PositionState& s) {

@@ -17,6 +17,9 @@
 #include "report/site_stack.h"
 
 namespace appendguard {
+
+constinit std::atomic<bool> g_unwinder_loaded{false};
+
 namespace {
 
 #define APPENDGUARD_STR2(x) #x
@@ -33,7 +36,6 @@ struct Unwinder {
 };
 
 Unwinder g_unwinder;
-std::atomic<bool> g_loaded{false};
 // The address ranges of this library (its frames say nothing about the culprit) and of libc (and
 // libpthread, separate before glibc 2.34, and a sanitizer runtime's interceptors in the ASan and TSan
 // builds: the call the program made, or the thread's start), found once
@@ -144,16 +146,12 @@ void load_now(void* p) {
 
 }  // namespace
 
-bool unwinder_loaded() {
-  return g_loaded.load(std::memory_order_acquire);
-}
-
 bool unwinder_unavailable() {
   return g_load_state.load(std::memory_order_acquire) == kUnavailable;
 }
 
 bool load_unwinder() {
-  if (g_loaded.load(std::memory_order_acquire)) return true;
+  if (g_unwinder_loaded.load(std::memory_order_acquire)) return true;
   if (t_loading) return false;
   t_loading = true;
   std::atomic_signal_fence(std::memory_order_seq_cst);
@@ -166,7 +164,7 @@ bool load_unwinder() {
         UnwindingScope loading;  // a child forked meanwhile never unwinds (its loader may be locked)
         run_on_site_stack(load_now, &loaded);
       }
-      if (loaded) g_loaded.store(true, std::memory_order_release);
+      if (loaded) g_unwinder_loaded.store(true, std::memory_order_release);
       state = loaded ? kLoaded : kUnavailable;
       g_load_state.store(state, std::memory_order_release);
       break;
@@ -257,7 +255,7 @@ void capture_stack(CapturedStack& stack, int max_frames, int skip, unsigned char
     stack.reached_bottom = false;
     stack.libc_frames_skipped = 0;
     stack.frames_beyond = 0;
-    if (!g_loaded.load(std::memory_order_acquire) || max_frames <= 0) return;
+    if (!g_unwinder_loaded.load(std::memory_order_acquire) || max_frames <= 0) return;
     if (g_unwinding_disabled.load(std::memory_order_relaxed)) return;
     UnwindingScope unwinding;
     if (max_frames > CapturedStack::kMaxFrames) max_frames = CapturedStack::kMaxFrames;
@@ -390,10 +388,11 @@ void record_site(void* p) {
 // Its canonical frame address (where its caller's frame begins) is taken from its frame pointer, which
 // __builtin_frame_address makes it keep: %rbp + 16 on x86-64.
 __attribute__((noinline)) int capture_addresses(void** frames, int max_frames, StackScope scope) {
-  if (!g_loaded.load(std::memory_order_acquire) || max_frames <= 0) return 0;
+  if (!g_unwinder_loaded.load(std::memory_order_acquire) || max_frames <= 0) return 0;
   if (g_unwinding_disabled.load(std::memory_order_relaxed)) return 0;
-  if (max_frames > CapturedStack::kMaxFrames) max_frames = CapturedStack::kMaxFrames;
-  if (max_frames > SiteChain::kMaxLinks) max_frames = SiteChain::kMaxLinks;
+  constexpr int kMostFrames =  // one test on every guarded open (issue 27)
+      CapturedStack::kMaxFrames < SiteChain::kMaxLinks ? CapturedStack::kMaxFrames : SiteChain::kMaxLinks;
+  if (max_frames > kMostFrames) max_frames = kMostFrames;
   const uintptr_t cfa = reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) + 16;
   const bool nested = t_recording_sites++ > 0;
   std::atomic_signal_fence(std::memory_order_seq_cst);
@@ -423,7 +422,7 @@ void format_stack(TextBuffer& out, void* const* frames, int count, bool in_signa
     out.add_text(g_unwinding_disabled.load()
                      ? "    (not unwound: this process was forked while another thread was unwinding)\n"
                  : unwinder_unavailable() ? "    (libunwind.so.8 is not installed: no backtrace)\n"
-                 : !g_loaded.load()
+                 : !g_unwinder_loaded.load()
                      ? "    (not unwound: libunwind is loaded when a stack is first needed, and this process "
                        "first needed one where it cannot be loaded: a signal handler or a vfork child)\n"
                      : "    (no frames)\n");

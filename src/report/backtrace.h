@@ -4,6 +4,9 @@
 // that never needs a stack never loads it (issue 27: it was most of a new process's start-up).
 #pragma once
 
+#include <atomic>
+
+#include "core/hidden.h"
 #include "report/text_buffer.h"
 
 namespace appendguard {
@@ -13,7 +16,11 @@ namespace appendguard {
 // loading it already (a signal handler that interrupted the loading). dlopen is not async-signal-safe:
 // the caller makes sure this is not a signal handler nor a child sharing its parent's memory.
 bool load_unwinder();
-bool unwinder_loaded();
+// Set once libunwind is loaded. Inline: every guarded open asks (issue 27: a call of its own).
+extern APPENDGUARD_HIDDEN constinit std::atomic<bool> g_unwinder_loaded;
+inline bool unwinder_loaded() {
+  return g_unwinder_loaded.load(std::memory_order_acquire);
+}
 bool unwinder_unavailable();  // tried, and libunwind.so.8 could not be loaded
 // In the child of fork: if another thread of the parent was inside libunwind (and may have held its
 // locks), this process never unwinds.

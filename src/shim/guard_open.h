@@ -36,6 +36,8 @@ struct OpenRequest {
 };
 
 struct OpenDecision {
+  // Ordered so that its construction on every write open is a few stores (issue 27): the bytes and ints
+  // first, packed, then the 8-byte fields.
   bool guarded = false;           // track the descriptor the real call returns
   bool trace_only = false;        // matched, but read-only: shown in trace mode, not tracked
   bool existed = false;           // audit mode: the file was there before the open
@@ -44,19 +46,20 @@ struct OpenDecision {
   bool hold = false;              // sessions started by this open are held (shim/held_sessions.h)
   bool by_name = false;           // guarded by a name pattern (not only by its mount)
   bool spool = false;             // a new file on a store without rename, written to the spool (shim/spool.h)
-  int reuse_fd = -1;              // a held session answers this open: its descriptor
-  uint64_t reuse_end = 0;         // and the bytes written in it
-  uint64_t written_back = 0;      // rewrite: the existing bytes read and written back after truncating
-  int flags = 0;                  // what to pass to the real call
   // What decide_open did already, which finish_open need not do again (issue 27): the mounts read again
-  // for this device, and the mount holding the path looked up (once: its store kind decides `hold`, its
-  // renames `spool` and, kept in the description, what the close does) in `facts_table`, read before the
-  // lookup so that finish_open sees a table changed since (this open's new device, or another thread's).
+  // for this device (`refreshed`, `refreshed_device`), and the mount holding the path looked up (once: its
+  // store kind decides `hold`, its renames `spool` and, kept in the description, what the close does) in
+  // `facts_table`, read before the lookup so that finish_open sees a table changed since (this open's new
+  // device, or another thread's).
   bool refreshed = false;
-  dev_t refreshed_device = 0;
   bool facts_decided = false;
-  const MountTable* facts_table = nullptr;
+  int flags = 0;      // what to pass to the real call
+  int reuse_fd = -1;  // a held session answers this open: its descriptor
   MountFacts facts;
+  uint64_t reuse_end = 0;     // the bytes written in the held session of reuse_fd
+  uint64_t written_back = 0;  // rewrite: the existing bytes read and written back after truncating
+  dev_t refreshed_device = 0;
+  const MountTable* facts_table = nullptr;
   // Absolute, normalized: a per-thread buffer, not on the stack (shim/path_scratch.h), taken by
   // take_path() only when the path is needed (issue 27: an unmatched write open needs none); null until
   // then, and if no memory could be mapped. Set whenever `guarded` or `trace_only` is.

@@ -31,8 +31,12 @@ const char* write_violation_reason(WriteVerdict verdict, bool has_offset, bool l
 }  // namespace
 
 void note_first_bytes(Description* d, const void* bytes, size_t count) {
-  if (count < 8 || d->file->end_of_file != 0) return;
-  if (!std::string_view(d->path).ends_with(".safetensors")) return;
+  // The cheap tests first; the length kept by FileTable::set_path: the path is not measured on every
+  // file's first write.
+  constexpr std::string_view kSuffix = ".safetensors";
+  if (count < 8 || d->path_length < kSuffix.size() || d->file->end_of_file != 0 ||
+      std::memcmp(d->path + d->path_length - kSuffix.size(), kSuffix.data(), kSuffix.size()) != 0)
+    return;
   uint64_t header_length = 0;
   std::memcpy(&header_length, bytes, sizeof header_length);  // x86-64: little-endian, as the format
   if (header_length == 0 || header_length > 100'000'000) return;

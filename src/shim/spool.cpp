@@ -354,7 +354,7 @@ void remember_closed_on_store(const Description* d) {
   if (d->store_renames == StoreRenames::kYes) return;
   if (d->store_renames == StoreRenames::kUnknown) {
     const MountTable* table = g_all_mounts.load(std::memory_order_acquire);
-    if (!table || table->renames_at(d->path)) return;
+    if (!table || table->renames_at({d->path, d->path_length})) return;
   }
   SpoolGuard guard;
   for (const WrittenFile& w : g_written) {
