@@ -209,9 +209,9 @@ class PathMatchingTest(TempDirTest):
         os.symlink(self.path("real"), self.path("link"))
         self.pattern = self.path("real") + "/**/*.safetensors"
 
-    def backward_write(self, open_code, cwd=None):
-        proc = run([PYTHON, "-c", self.WRITE_AT_ZERO.format(open=open_code)], cwd=cwd, APPENDGUARD_PATHS=self.pattern,
-                   APPENDGUARD_FS="none", APPENDGUARD_BACKTRACE="0")
+    def backward_write(self, open_code, cwd=None, pattern=None):
+        proc = run([PYTHON, "-c", self.WRITE_AT_ZERO.format(open=open_code)], cwd=cwd,
+                   APPENDGUARD_PATHS=pattern or self.pattern, APPENDGUARD_FS="none", APPENDGUARD_BACKTRACE="0")
         self.assertOk(proc)
         return results(proc.stdout)["backward"]
 
@@ -232,19 +232,9 @@ class PathMatchingTest(TempDirTest):
         # The pattern's literal suffix "/ckpt.bin" is longer than the name given: the name was rejected
         # before its path was made (could_match compared it alone), so the file was not guarded.
         os.mkdir(self.path("real/run"))
-        code = ("import os, sys\n"
-                "fd = os.open('ckpt.bin', os.O_WRONLY | os.O_CREAT | os.O_TRUNC)\n"
-                "os.write(fd, b'0123456789')\n"
-                "try:\n"
-                "    os.pwrite(fd, b'X', 0)\n"
-                "    print('backward=written')\n"
-                "except OSError as e:\n"
-                "    print('backward=%d' % e.errno)\n")
-        proc = run([PYTHON, "-c", code], cwd=self.path("real/run"),
-                   APPENDGUARD_PATHS=self.path("real") + "/**/ckpt.bin", APPENDGUARD_FS="none",
-                   APPENDGUARD_BACKTRACE="0")
-        self.assertOk(proc)
-        self.assertEqual(results(proc.stdout)["backward"], "95")
+        code = "os.open('ckpt.bin', os.O_WRONLY | os.O_CREAT | os.O_TRUNC)"
+        self.assertEqual(self.backward_write(code, cwd=self.path("real/run"),
+                                             pattern=self.path("real") + "/**/ckpt.bin"), "95")
 
     def test_a_file_outside_the_pattern_stays_unguarded(self):
         os.mkdir(self.path("other"))
