@@ -166,7 +166,8 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
   struct stat64 st;
   const bool exists = fstatat64(request.dirfd, request.path, &st, 0) == 0;
   if (exists && !S_ISREG(st.st_mode)) return;
-  if (!owns_file_table() && open_in_child_sharing_memory(request.function, decision.path))
+  decision.owner_pid = file_table_owner_pid();
+  if (!decision.owner_pid && open_in_child_sharing_memory(request.function, decision.path))
     return;  // left as asked
   decision.guarded = true;
   decision.exists = exists;
@@ -225,7 +226,7 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
   }
   // A vfork child shares our memory: its descriptors must not enter the parent's table (after its exec
   // they are carried like any other). The pid is the site's too.
-  const pid_t pid = file_table_owner_pid();
+  const pid_t pid = decision.owner_pid ? decision.owner_pid : file_table_owner_pid();
   if (!pid) {
     errno = error;
     return fd;

@@ -55,6 +55,9 @@ struct OpenDecision {
   bool facts_decided = false;
   int flags = 0;      // what to pass to the real call
   int reuse_fd = -1;  // a held session answers this open: its descriptor
+  // The owner check's answer for a guarded decision (file_table_owner_pid: this process's pid, 0 in a
+  // child sharing our memory), which finish_open uses rather than asking the kernel again.
+  pid_t owner_pid = 0;
   MountFacts facts;
   uint64_t reuse_end = 0;     // the bytes written in the held session of reuse_fd
   uint64_t written_back = 0;  // rewrite: the existing bytes read and written back after truncating
