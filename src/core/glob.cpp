@@ -237,7 +237,9 @@ bool PatternSet::ends_with_long_suffix(std::string_view text, const Pattern& p) 
     std::memcpy(&last, text.data() + text.size() - 8, 8);
     if ((last & p.end_mask) != p.end_word) return false;
   }
-  return std::memcmp(text.data() + text.size() - suffix.size(), suffix.data(), suffix.size()) == 0;
+  // An empty suffix matches: memcmp may not be given an empty text's null pointer, even for 0 bytes.
+  return suffix.empty() ||
+         std::memcmp(text.data() + text.size() - suffix.size(), suffix.data(), suffix.size()) == 0;
 }
 
 bool PatternSet::suffix_ends_with_relative(const Pattern& p, std::string_view path) {
