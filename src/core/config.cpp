@@ -147,20 +147,6 @@ ConfigResult parse_config(EnvLookup lookup, const char* const* environment) {
   return result;
 }
 
-ReopenChoice reopen_choice(Reopen reopen, StoreKind kind) {
-  switch (reopen) {
-    case Reopen::kHold:
-      return ReopenChoice::kHold;
-    case Reopen::kAuto:
-      return kind == StoreKind::kWriteOnce ? ReopenChoice::kHold : ReopenChoice::kAppend;
-    case Reopen::kRewrite:
-      return ReopenChoice::kRewrite;
-    case Reopen::kAppend:
-      break;
-  }
-  return ReopenChoice::kAppend;
-}
-
 const char* reopen_choice_name(ReopenChoice choice) {
   switch (choice) {
     case ReopenChoice::kHold:

@@ -39,7 +39,19 @@ enum class IoUring { kRefuse, kAllow };
 // opened keeping its bytes is written anew; kRewrite, never held, an existing file opened keeping its
 // bytes is written anew; kAppend, an existing file is reopened with O_APPEND.
 enum class ReopenChoice { kAppend, kRewrite, kHold };
-ReopenChoice reopen_choice(Reopen reopen, StoreKind kind);
+inline ReopenChoice reopen_choice(Reopen reopen, StoreKind kind) {
+  switch (reopen) {
+    case Reopen::kHold:
+      return ReopenChoice::kHold;
+    case Reopen::kAuto:
+      return kind == StoreKind::kWriteOnce ? ReopenChoice::kHold : ReopenChoice::kAppend;
+    case Reopen::kRewrite:
+      return ReopenChoice::kRewrite;
+    case Reopen::kAppend:
+      break;
+  }
+  return ReopenChoice::kAppend;
+}
 const char* reopen_choice_name(ReopenChoice choice);
 const char* reopen_name(Reopen reopen);
 

@@ -171,10 +171,9 @@ constexpr size_t kSmallestLiveFiles = 512;  // a page of pointers: the index and
 }  // namespace
 
 void FileTable::shrink_live_files() {
-  constexpr size_t kSmallest = kSmallestLiveFiles;
-  if (file_index_capacity_ > kSmallest && live_file_count_ * 4 <= file_index_capacity_ / 2)
+  if (file_index_capacity_ > kSmallestLiveFiles && live_file_count_ * 4 <= file_index_capacity_ / 2)
     rebuild_index(file_index_capacity_ / 2);
-  if (live_file_capacity_ > kSmallest && live_file_count_ * 8 <= live_file_capacity_)
+  if (live_file_capacity_ > kSmallestLiveFiles && live_file_count_ * 8 <= live_file_capacity_)
     resize_live_files(live_file_capacity_ / 2);
 }
 

@@ -121,9 +121,7 @@ off64_t size_seen_by_program(int fd, off64_t size) {
   return static_cast<off64_t>(file->reserved_size);
 }
 
-void fill_reservation_before_close(int fd, Description* d) {
-  // A file on which no resize was deferred has nothing to fill: most closes stop at this one load.
-  if (!d->file || !d->file->resize_deferred.load(std::memory_order_relaxed)) return;
+void fill_deferred_reservation_before_close(int fd, Description* d) {
   if (!owns_file_table() || !g_files.is_last_descriptor_of_file(fd)) return;
   fill(fd, d, "at its last close");
 }

@@ -126,10 +126,7 @@ int close_tracked(int fd) {
     g_files.unpin(d);
     return 0;
   }
-  // A deferred resize's reservation (shim/guard_size.h): the call only for a file that has one, as most
-  // have not (the same first test as fill_reservation_before_close's, made here without the call).
-  if (d->file && d->file->resize_deferred.load(std::memory_order_relaxed))
-    fill_reservation_before_close(fd, d);
+  fill_reservation_before_close(fd, d);  // a deferred resize's reservation (shim/guard_size.h)
   // A spooled file's last descriptor: its bytes go to the store now (shim/spool.h).
   if (any_spooled() && g_files.is_last_descriptor_of_file(fd) && upload_spooled_at_close(fd, d) != 0)
     upload_error = errno;

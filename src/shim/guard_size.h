@@ -142,7 +142,12 @@ APPENDGUARD_SLOW_PATH int guarded_truncate(const char* operation, const char* fu
 
 // Deferred preallocation (deferred_prealloc.cpp): before the last descriptor of a file closes, and at
 // exit, append the zeros the program was promised and did not write.
-void fill_reservation_before_close(int fd, Description* d);
+void fill_deferred_reservation_before_close(int fd, Description* d);
+inline void fill_reservation_before_close(int fd, Description* d) {
+  // A file on which no resize was deferred has nothing to fill: most closes stop at this one load.
+  if (d->file && d->file->resize_deferred.load(std::memory_order_relaxed))
+    fill_deferred_reservation_before_close(fd, d);
+}
 void fill_reservations_at_exit();
 // `size` (from the kernel), or the promised size of a deferred preallocation if larger.
 off64_t size_seen_by_program(int fd, off64_t size);

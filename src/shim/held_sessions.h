@@ -19,13 +19,10 @@ inline bool any_held_sessions() {
 }
 
 // Whether files opened for writing on a store of `kind` (MountTable::facts_of, looked up once per open)
-// start held sessions (APPENDGUARD_REOPEN=hold, or auto on a write-once store). Inline: every guarded
-// open asks, nearly always with the default setting off a write-once store.
+// start held sessions (APPENDGUARD_REOPEN=hold, or auto on a write-once store). Inline, as reopen_choice
+// is: every guarded open asks.
 inline bool hold_mode_for(StoreKind kind) {
-  const Reopen reopen = g_config->reopen;
-  if (reopen == Reopen::kAppend || reopen == Reopen::kRewrite) return false;
-  if (reopen == Reopen::kAuto && kind == StoreKind::kAppends) return false;
-  return reopen_choice(reopen, kind) == ReopenChoice::kHold;
+  return reopen_choice(g_config->reopen, kind) == ReopenChoice::kHold;
 }
 
 // The program closes `fd`, tracked as `d`: if the session is to be held, forgets the descriptor for the

@@ -60,7 +60,8 @@ inline Description* tracked_description(int fd) {
 bool owns_file_table();
 // The same with the process's id: this process's pid if it owns the table, else 0 (one getpid for both).
 pid_t file_table_owner_pid();
-// getpid(2) through libc's syscall(), not our hook of it.
+// getpid(2) through libc (its getpid() where that is the bare system call, glibc 2.25+, else its
+// syscall()), never our hook of syscall().
 pid_t raw_getpid();
 
 // At start-up: the settings that decide which descriptors are guarded (APPENDGUARD_PATHS, APPENDGUARD_FS),
