@@ -29,7 +29,7 @@ BUDGETS = {
     "tracked_write_64": 120,
     "tracked_write_1m": 120,
     "fwrite_untracked": 0,
-    # Issue 27's target is 1,500: this ceiling keeps the 12,805 -> 4,463 -> 2,605 -> 1,902 reached (sites
+    # Issue 27's target is 1,500: this ceiling keeps the 12,805 -> 4,463 -> 2,605 -> 1,897 reached (sites
     # read back from the stack, the close's second registry lock gone, the path decided once, then tested
     # and copied in one pass, one mount lookup per open; docs/benchmarks.md).
     "guarded_cycle": 2000,
