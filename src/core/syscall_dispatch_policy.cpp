@@ -111,4 +111,10 @@ bool parse_libc_version(const char* text, unsigned& major, unsigned& minor) {
   return number(minor);
 }
 
+bool libc_version_at_least(const char* text, unsigned major, unsigned minor) {
+  unsigned have_major = 0, have_minor = 0;
+  if (!parse_libc_version(text, have_major, have_minor)) return false;
+  return have_major > major || (have_major == major && have_minor >= minor);
+}
+
 }  // namespace appendguard

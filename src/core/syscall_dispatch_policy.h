@@ -70,5 +70,7 @@ uint64_t without_sigsys(uint64_t mask);
 // "MAJOR.MINOR..." as gnu_get_libc_version gives it (the layer needs glibc 2.34). Not sscanf: its first
 // call in a process touches scanf's code and the locale tables, page faults of every start-up (issue 27).
 bool parse_libc_version(const char* text, unsigned& major, unsigned& minor);
+// Whether `text` (gnu_get_libc_version's) names glibc `major`.`minor` or later; false when unreadable.
+bool libc_version_at_least(const char* text, unsigned major, unsigned minor);
 
 }  // namespace appendguard

@@ -168,9 +168,7 @@ void initialize() {
   configure_reporter(*g_config);
   set_unwinder_loading_check(owns_file_table);  // a vfork child does not load libunwind for its parent
   init_path_scratch();
-  unsigned major = 0, minor = 0;
-  g_getpid_is_the_system_call =
-      parse_libc_version(gnu_get_libc_version(), major, minor) && (major > 2 || (major == 2 && minor >= 25));
+  g_getpid_is_the_system_call = libc_version_at_least(gnu_get_libc_version(), 2, 25);
   const pid_t self = raw_getpid();
   g_owner_pid.store(self, std::memory_order_relaxed);
   FileTable::use_system_call(real_syscall.get());  // the registry's signal masks: libc's, not our hook

@@ -581,8 +581,7 @@ void start_syscall_dispatch(const Config& config) {
   }
   // Before glibc 2.34 libpthread is a library of its own, whose system calls (futex in every contended
   // lock) are outside libc's text: each would be trapped.
-  unsigned major = 0, minor = 0;
-  if (!parse_libc_version(gnu_get_libc_version(), major, minor) || major < 2 || (major == 2 && minor < 34))
+  if (!libc_version_at_least(gnu_get_libc_version(), 2, 34))
     return unavailable("glibc before 2.34 (libpthread's own system calls would all be trapped)", 0);
   if (!find_libc_text()) return unavailable("libc's text was not found", 0);
   // Armed first with ALLOW, to learn whether the kernel allows it before taking SIGSYS (auto disarms

@@ -81,3 +81,15 @@ TEST_CASE("parse_libc_version reads MAJOR.MINOR as sscanf(\"%u.%u\") did") {
   REQUIRE_FALSE(parse_libc_version("x2.36", major, minor));
   REQUIRE_FALSE(parse_libc_version("2-36", major, minor));
 }
+
+TEST_CASE("libc_version_at_least compares major, then minor, and refuses what it cannot read") {
+  CHECK(libc_version_at_least("2.34", 2, 34));
+  CHECK(libc_version_at_least("2.36", 2, 34));
+  CHECK(libc_version_at_least("3.0", 2, 34));  // a later major with a smaller minor
+  CHECK_FALSE(libc_version_at_least("2.33", 2, 34));
+  CHECK_FALSE(libc_version_at_least("1.99", 2, 25));
+  CHECK(libc_version_at_least("2.25", 2, 25));
+  CHECK(libc_version_at_least("2.34.9000", 2, 34));
+  CHECK_FALSE(libc_version_at_least("", 2, 17));
+  CHECK_FALSE(libc_version_at_least("x2.36", 2, 17));
+}
