@@ -98,6 +98,9 @@ class SafetyTest(TempDirTest):
                    APPENDGUARD_BACKTRACE="0", APPENDGUARD_LOG=self.path("log"))
         self.assertOk(proc)
         self.assertEqual(results(proc.stdout)["wrong"], "0")
+        # Rounds whose writer was preempted before its write reached the kernel wrote into B, as without
+        # the library, and are not judged; most rounds must be the race itself.
+        self.assertLess(int(results(proc.stdout)["landed_in_b"]), 150 // 2, proc.stdout)
 
     def test_signal_handler_write_is_checked_wherever_the_signal_lands(self):
         b = self.path("b.safetensors")
