@@ -257,9 +257,8 @@ void MountTable::load(std::string_view mountinfo, const MountSelection& selectio
       std::fill(std::begin(second_chars_), std::end(second_chars_), true);
     }
   }
-  write_once_scope_.clear();
-  no_rename_scope_.clear();
   facts_scope_.clear();
+  any_write_once_ = false;
   auto under = [this](std::string_view mount_point, auto&& of_kind) {
     for (const Mount& m : mounts_) {
       if (of_kind(m) && is_path_prefix(m.entry.mount_point, mount_point)) return true;
@@ -270,14 +269,13 @@ void MountTable::load(std::string_view mountinfo, const MountSelection& selectio
     const std::string_view point = mounts_[i].entry.mount_point;
     const Point p{point.size(), i};
     if (under(point, [](const Mount& m) { return m.append_only; })) append_only_scope_.push_back(p);
-    const bool write_once =
-        under(point, [](const Mount& m) { return m.entry.kind == StoreKind::kWriteOnce; });
-    const bool no_rename = under(point, [](const Mount& m) { return !m.entry.renames; });
-    if (write_once) write_once_scope_.push_back(p);
-    if (no_rename) no_rename_scope_.push_back(p);
+    if (mounts_[i].entry.kind == StoreKind::kWriteOnce) any_write_once_ = true;
     // The longest prefix among the mounts on or under one of either kind is the longest among all mounts
-    // whenever that one is of either kind, or on or under one (then it is in this scope).
-    if (write_once || no_rename) facts_scope_.push_back(p);
+    // whenever that one is in this scope; when it is not, no mount of the scope is a prefix of the path
+    // (the path's own mount would be under it, so in the scope): the defaults, as they should be.
+    if (under(point,
+              [](const Mount& m) { return m.entry.kind == StoreKind::kWriteOnce || !m.entry.renames; }))
+      facts_scope_.push_back(p);
   }
 }
 
@@ -326,15 +324,11 @@ bool MountTable::knows_device_slowly(dev_t device) const {
 }
 
 StoreKind MountTable::store_kind_of(std::string_view path) const {
-  if (write_once_scope_.empty()) return StoreKind::kAppends;
-  const Mount* mount = longest_prefix(write_once_scope_, path);
-  return mount ? mount->entry.kind : StoreKind::kAppends;
+  return any_write_once_ ? facts_of(path).kind : StoreKind::kAppends;
 }
 
 bool MountTable::renames_at(std::string_view path) const {
-  if (no_rename_scope_.empty()) return true;
-  const Mount* mount = longest_prefix(no_rename_scope_, path);
-  return !mount || mount->entry.renames;
+  return facts_of(path).renames;
 }
 
 MountFacts MountTable::facts_of(std::string_view path) const {

@@ -120,7 +120,7 @@ class MountTable {
   // The kind of the mount holding `path` (any mount: a file guarded by name may be on any of them).
   StoreKind store_kind_of(std::string_view path) const;
   // Whether any mount is write-once (else store_kind_of is kAppends for every path).
-  bool any_write_once() const { return !write_once_scope_.empty(); }
+  bool any_write_once() const { return any_write_once_; }
   // Whether the mount holding `path` renames (true off every known store without rename).
   bool renames_at(std::string_view path) const;
   // Both of them, from one lookup (the defaults when no mount is write-once or without rename).
@@ -158,9 +158,9 @@ class MountTable {
   std::vector<std::string> append_only_points_;  // the append-only mounts' points
   bool second_chars_[256] = {};                  // theirs (every one for a mount on "/")
   bool under_append_only_point(const SplitPath& path) const;
-  std::vector<Point> write_once_scope_;
-  std::vector<Point> no_rename_scope_;
-  std::vector<Point> facts_scope_;  // both (facts_of): the mounts on or under one of either kind
+  // The mounts on or under a write-once mount or one without rename (facts_of, store_kind_of, renames_at).
+  std::vector<Point> facts_scope_;
+  bool any_write_once_ = false;
   const Mount* longest_prefix(const std::vector<Point>& scope, std::string_view path) const;
 };
 
