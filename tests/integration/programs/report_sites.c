@@ -146,7 +146,9 @@ int main(int argc, char** argv) {
     static const struct {
       const char* name;
       int (*opener)(const char*);
-    } openers[] = {{"open", open_by_open}, {"openat", open_by_openat}, {"creat", open_by_creat},
+    } openers[] = {{"open", open_by_open},
+                   {"openat", open_by_openat},
+                   {"creat", open_by_creat},
                    {"syscall", open_by_syscall}};
     for (int i = 0; i < 8; ++i) {
       char each[4096];
