@@ -399,9 +399,9 @@ __attribute__((noinline)) int unwind_site(void** frames, int max_frames, StackSc
 
 // The chain's canonical frame address (CFA) is the open hook's when given (`cfa`: the program's call, so
 // that this library's frames below it are not compared at every open), else capture_addresses's own
-// (__builtin_dwarf_cfa: where its caller's frame begins). A given CFA is used only above capture_addresses's
-// own and within kMostBytesToTheHook of it: the open path's frames take a few KiB at most, and a chain is
-// never read from this frame or below it.
+// (__builtin_dwarf_cfa: where its caller's frame begins). A given CFA is used only at least a word above
+// capture_addresses's own and within kMostBytesToTheHook of it (the open path's frames take a few KiB at
+// most), so that a chain, read from cfa - 8 up, is never read from this frame or below it.
 int capture_addresses(void** frames, int max_frames, StackScope scope, uintptr_t cfa) {
   if (!unwinder_loaded() || max_frames <= 0) return 0;
   if (g_unwinding_disabled.load(std::memory_order_relaxed)) return 0;
@@ -410,9 +410,8 @@ int capture_addresses(void** frames, int max_frames, StackScope scope, uintptr_t
   if (max_frames > kMostFrames) max_frames = kMostFrames;
   constexpr uintptr_t kMostBytesToTheHook = 64 * 1024;
   const auto own = reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa());
-  if (cfa - own - 1 >= kMostBytesToTheHook) cfa = own;  // 0 (not known), or not above this frame
-  // No call but the last: the reading back needs no saved registers (issue 27). A thread's first recording
-  // maps its chains.
+  if (cfa - own - 8 >= kMostBytesToTheHook) cfa = own;  // 0 (not known), or not above this frame
+  // A thread's first recording maps its chains (unwind_site): no call here but the last (issue 27).
   SiteChains* chains = mapped_site_chains();
   if (chains && t_recording_sites == 0) {
     // Marked, so that a signal handler's recording meanwhile neither reads nor writes the chains.
