@@ -408,7 +408,7 @@ int capture_addresses(void** frames, int max_frames, StackScope scope, uintptr_t
   constexpr int kMostFrames =  // one test on every guarded open (issue 27)
       CapturedStack::kMaxFrames < SiteChain::kMaxLinks ? CapturedStack::kMaxFrames : SiteChain::kMaxLinks;
   if (max_frames > kMostFrames) max_frames = kMostFrames;
-  constexpr uintptr_t kMostBytesToTheHook = 64 * 1024;
+  constexpr uintptr_t kMostBytesToTheHook = uintptr_t{64} * 1024;
   const auto own = reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa());
   if (cfa - own - 8 >= kMostBytesToTheHook) cfa = own;  // 0 (not known), or not above this frame
   // A thread's first recording maps its chains (unwind_site): no call here but the last (issue 27).
