@@ -151,7 +151,7 @@ bool unwinder_unavailable() {
 }
 
 bool load_unwinder() {
-  if (g_unwinder_loaded.load(std::memory_order_acquire)) return true;
+  if (unwinder_loaded()) return true;
   if (t_loading) return false;
   t_loading = true;
   std::atomic_signal_fence(std::memory_order_seq_cst);
@@ -255,7 +255,7 @@ void capture_stack(CapturedStack& stack, int max_frames, int skip, unsigned char
     stack.reached_bottom = false;
     stack.libc_frames_skipped = 0;
     stack.frames_beyond = 0;
-    if (!g_unwinder_loaded.load(std::memory_order_acquire) || max_frames <= 0) return;
+    if (!unwinder_loaded() || max_frames <= 0) return;
     if (g_unwinding_disabled.load(std::memory_order_relaxed)) return;
     UnwindingScope unwinding;
     if (max_frames > CapturedStack::kMaxFrames) max_frames = CapturedStack::kMaxFrames;
@@ -300,7 +300,7 @@ struct SiteRequest {
   void** frames;
   int max_frames;
   StackScope scope;
-  uintptr_t cfa;     // capture_addresses's canonical frame address: the frames above it are the site's
+  uintptr_t cfa;     // the chain's canonical frame address: the open hook's, or capture_addresses's own
   SiteChain* chain;  // where to remember them (null: not remembered)
   int count;
 };
@@ -338,7 +338,7 @@ void record_site(void* p) {
   int ours = 0;  // raw[0 .. ours) are this library's
   int libc = 0;  // raw[ours .. ours + libc) are libc's, with kCulprit
   int kept = 0;
-  bool linked = false;  // the frames from capture_addresses's caller on are in raw
+  bool linked = false;  // the frames from the chain's CFA on are in raw
   bool remember = request->chain != nullptr;
   do {
     unw_word_t ip = 0;
@@ -372,8 +372,7 @@ void record_site(void* p) {
   request->count = count;
   if (!remember || !linked) return;
   SiteChain& chain = *request->chain;
-  chain.max_frames = request->max_frames;
-  chain.scope = static_cast<int>(request->scope);
+  chain.request = SiteChain::key(request->max_frames, static_cast<int>(request->scope));
   chain.first_kept = first_kept;
   chain.links = first_kept + count;
   for (int i = 0; i < chain.links; ++i) {
@@ -383,29 +382,47 @@ void record_site(void* p) {
   SiteChains::publish(chain, request->cfa);
 }
 
+// A site not remembered (or a recording that interrupted another): unwound on the site stack, and
+// remembered unless nested. Out of line: capture_addresses's reading back needs no frame of this size.
+__attribute__((noinline)) int unwind_site(void** frames, int max_frames, StackScope scope, uintptr_t cfa) {
+  const bool nested = t_recording_sites++ > 0;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  SiteChains* chains = nested ? nullptr : thread_site_chains();
+  SiteRequest request{frames, max_frames, scope, cfa, chains ? &chains->start_recording() : nullptr, 0};
+  run_on_site_stack(record_site, &request);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  --t_recording_sites;
+  return request.count;
+}
+
 }  // namespace
 
-// Its canonical frame address (where its caller's frame begins) is taken from its frame pointer, which
-// __builtin_frame_address makes it keep: %rbp + 16 on x86-64.
-__attribute__((noinline)) int capture_addresses(void** frames, int max_frames, StackScope scope) {
-  if (!g_unwinder_loaded.load(std::memory_order_acquire) || max_frames <= 0) return 0;
+// The chain's canonical frame address (CFA) is the open hook's when given (`cfa`: the program's call, so
+// that this library's frames below it are not compared at every open), else capture_addresses's own
+// (__builtin_dwarf_cfa: where its caller's frame begins). A given CFA is used only at least a word above
+// capture_addresses's own and within kMostBytesToTheHook of it (the open path's frames take a few KiB at
+// most), so that a chain, read from cfa - 8 up, is never read from this frame or below it.
+int capture_addresses(void** frames, int max_frames, StackScope scope, uintptr_t cfa) {
+  if (!unwinder_loaded() || max_frames <= 0) return 0;
   if (g_unwinding_disabled.load(std::memory_order_relaxed)) return 0;
   constexpr int kMostFrames =  // one test on every guarded open (issue 27)
       CapturedStack::kMaxFrames < SiteChain::kMaxLinks ? CapturedStack::kMaxFrames : SiteChain::kMaxLinks;
   if (max_frames > kMostFrames) max_frames = kMostFrames;
-  const uintptr_t cfa = reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) + 16;
-  const bool nested = t_recording_sites++ > 0;
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-  SiteChains* chains = nested ? nullptr : thread_site_chains();
-  int count = chains ? chains->find(cfa, max_frames, static_cast<int>(scope), frames) : -1;
-  if (count < 0) {
-    SiteRequest request{frames, max_frames, scope, cfa, chains ? &chains->start_recording() : nullptr, 0};
-    run_on_site_stack(record_site, &request);
-    count = request.count;
+  constexpr uintptr_t kMostBytesToTheHook = uintptr_t{64} * 1024;
+  const auto own = reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa());
+  if (cfa - own - 8 >= kMostBytesToTheHook) cfa = own;  // 0 (not known), or not above this frame
+  // A thread's first recording maps its chains (unwind_site): no call here but the last (issue 27).
+  SiteChains* chains = mapped_site_chains();
+  if (chains && t_recording_sites == 0) {
+    // Marked, so that a signal handler's recording meanwhile neither reads nor writes the chains.
+    t_recording_sites = 1;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    const int count = chains->find(cfa, SiteChain::key(max_frames, static_cast<int>(scope)), frames);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    t_recording_sites = 0;
+    if (count >= 0) return count;
   }
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-  --t_recording_sites;
-  return count;
+  return unwind_site(frames, max_frames, scope, cfa);
 }
 
 void unwinder_after_fork_child() {
@@ -422,7 +439,7 @@ void format_stack(TextBuffer& out, void* const* frames, int count, bool in_signa
     out.add_text(g_unwinding_disabled.load()
                      ? "    (not unwound: this process was forked while another thread was unwinding)\n"
                  : unwinder_unavailable() ? "    (libunwind.so.8 is not installed: no backtrace)\n"
-                 : !g_unwinder_loaded.load()
+                 : !unwinder_loaded()
                      ? "    (not unwound: libunwind is loaded when a stack is first needed, and this process "
                        "first needed one where it cannot be loaded: a signal handler or a vfork child)\n"
                      : "    (no frames)\n");

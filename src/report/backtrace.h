@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 
 #include "core/hidden.h"
 #include "report/text_buffer.h"
@@ -56,7 +57,11 @@ void capture_stack(CapturedStack& stack, int max_frames, int skip, unsigned char
 // them. A site this thread recorded before at the same stack address is read back from the stack
 // (report/site_chains.h: a few instructions a frame); otherwise unwound, on a stack of its own
 // (report/site_stack.h), so that the caller's stack grows by little more than a frame, and remembered.
-int capture_addresses(void** frames, int max_frames, StackScope scope = StackScope::kWhole);
+// `cfa`: the canonical frame address of the open hook that leads here, every frame between it and this
+// call being this library's (shim/guard_open.h OpenRequest::cfa); 0 if not known (this call's own is
+// used).
+int capture_addresses(void** frames, int max_frames, StackScope scope = StackScope::kWhole,
+                      uintptr_t cfa = 0);
 
 // How many of `count` frames (innermost first) matter for a culprit (StackScope::kCulprit): with a
 // Python stack shown, those above the first frame of the interpreter's evaluation loop (the Python

@@ -423,11 +423,11 @@ bool unwinder_ready() {
   return load_unwinder();
 }
 
-int capture_open_site(void** frames, int max_frames) {
+int capture_open_site(void** frames, int max_frames, uintptr_t hook_cfa) {
   if (g_backtrace_frames <= 0) return 0;
   if (!unwinder_ready()) return unwinder_unavailable() ? 0 : kSiteNotRecorded;
   return capture_addresses(frames, max_frames < g_backtrace_frames ? max_frames : g_backtrace_frames,
-                           native_scope());
+                           native_scope(), hook_cfa);
 }
 
 void record_seek_site(SeekSite& site, const char* function, int64_t offset, int whence, uint64_t position,

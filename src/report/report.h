@@ -118,8 +118,9 @@ void flush_all_traces();
 void flush_traces_at_exit();
 // For the open site kept in each description: the number of frames, or kSiteNotRecorded when libunwind
 // was not loaded yet and could not be loaded there (a signal handler: report/backtrace.h load_unwinder).
+// `hook_cfa`: the open hook's canonical frame address, or 0 (report/backtrace.h capture_addresses).
 constexpr int kSiteNotRecorded = -1;
-int capture_open_site(void** frames, int max_frames);
+int capture_open_site(void** frames, int max_frames, uintptr_t hook_cfa = 0);
 // libunwind, loaded if it is not yet and may be here (not in a signal handler, not where `may_load`, set
 // by the shim at start-up, says no: a child sharing its parent's memory). Holding none of our locks.
 bool unwinder_ready();

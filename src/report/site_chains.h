@@ -1,13 +1,15 @@
 // The sites of a thread's guarded opens, remembered so that an open made again from the same place is
 // recorded without unwinding (issue 27: unwinding at every open cost about 1,200 instructions).
 //
-// A chain is what an unwind found above the recording function: each frame's return address and where
-// on the stack it was, as an offset from that function's canonical frame address (CFA). When the
-// recording function runs again at the same CFA and every one of those stack slots holds the same return
-// address again, the stack above it is that chain (each frame's return address sits where its callee's
-// frame ends: the same addresses at the same places are the same calls), and the frames the site keeps are
-// read back from it. Anything else (another caller, another depth, a frame of another size) is a miss,
-// and the caller unwinds. Pure: the stack is read through the given CFA, so tests give it an array.
+// A chain is what an unwind found above a frame boundary, its canonical frame address (CFA): each frame's
+// return address and where on the stack it was, as an offset from that CFA. The CFA is the open hook's
+// (the program's call: shim/guard_open.h OpenRequest::cfa), or the recording function's own where the
+// hook's is not known; the frames below it are this library's and are not compared. When a site is
+// recorded again at the same CFA and every one of those stack slots holds the same return address again,
+// the stack above it is that chain (each frame's return address sits where its callee's frame ends: the
+// same addresses at the same places are the same calls), and the frames the site keeps are read back
+// from it. Anything else (another caller, another depth, a frame of another size) is a miss, and the
+// caller unwinds. Pure: the stack is read through the given CFA, so tests give it an array.
 #pragma once
 
 #include <cstddef>
@@ -19,9 +21,13 @@ struct SiteChain {
   // Return addresses checked: this library's frames and libc's above the program's, and the frames
   // kept (24 at most: kOpenFrames).
   static constexpr int kMaxLinks = 56;
-  uintptr_t cfa = 0;  // 0: unused
-  int max_frames = 0;
-  int scope = 0;
+  // What was asked (the frames wanted, and report/backtrace.h's StackScope), in one word that find
+  // compares at once.
+  static constexpr uint32_t key(int max_frames, int scope) {
+    return static_cast<uint32_t>(max_frames) << 1 | static_cast<uint32_t>(scope & 1);
+  }
+  uintptr_t cfa = 0;     // 0: unused
+  uint32_t request = 0;  // key(max_frames, scope)
   int links = 0;
   int first_kept = 0;               // the kept frames are address[first_kept .. links - 1]
   uint32_t offset[kMaxLinks] = {};  // address[i] is the word at cfa - 8 + offset[i]
@@ -32,10 +38,12 @@ class SiteChains {
  public:
   static constexpr int kChains = 8;
 
-  // The kept frames of a chain recorded at `cfa` for the same request that is on the stack now, copied
-  // into `frames` (at least max_frames of room); -1 if none is. Reads the stack slots of a candidate
-  // chain innermost first, and stops at the first that differs.
-  int find(uintptr_t cfa, int max_frames, int scope, void** frames) const;
+  // The kept frames of a chain recorded at `cfa` for the same request (SiteChain::key) that is on the
+  // stack now, written into `frames` (at least max_frames of room) as they are read; -1 if none is
+  // (`frames` may then hold some words read). Reads the stack slots of a candidate chain innermost first,
+  // and stops at the first that differs. The chain found (or recorded) last is tried first.
+  // Inline: every guarded open asks (issue 27: the call and its saved registers were a sixth of it).
+  inline int find(uintptr_t cfa, uint32_t request, void** frames);
 
   // Where to record a new chain (it replaces the oldest); not findable until `publish` gives it its CFA,
   // the last thing written.
@@ -45,6 +53,54 @@ class SiteChains {
  private:
   SiteChain chains_[kChains];
   unsigned next_ = 0;
+  unsigned last_found_ = 0;  // < kChains
 };
+
+namespace site_chains_detail {
+
+// The stack is read word by word above the recording frame: with ASan or TSan, such reads of other
+// frames are not the program's accesses to watch (and these functions are then not inlined). A word that
+// may alias anything (a return address, written by a call): not volatile, so that its address is one
+// operand of the load.
+using StackWord [[gnu::may_alias]] = uintptr_t;
+__attribute__((no_sanitize("address", "thread"))) inline uintptr_t word_at(const char* base,
+                                                                           uint32_t offset) {
+  return *reinterpret_cast<const StackWord*>(base + offset);
+}
+
+// Whether every slot of `chain` holds its return address, the kept ones written to `frames` as they are
+// compared (issue 27: a copy after the comparison, by memcpy, cost a sixth of find). The kept ones are
+// counted up to 0 from below: one index serves every array, and its increment ends the loop.
+__attribute__((no_sanitize("address", "thread"))) inline bool on_the_stack(const SiteChain& chain,
+                                                                           uintptr_t cfa, void** frames) {
+  const char* base = reinterpret_cast<const char*>(cfa - 8);
+  for (int i = 0; i < chain.first_kept; ++i) {
+    if (word_at(base, chain.offset[i]) != chain.address[i]) return false;
+  }
+  const uint32_t* offset = chain.offset + chain.links;
+  const uintptr_t* address = chain.address + chain.links;
+  void** out = frames + (chain.links - chain.first_kept);
+  for (ptrdiff_t i = chain.first_kept - chain.links; i < 0; ++i) {
+    const uintptr_t word = word_at(base, offset[i]);
+    if (word != address[i]) return false;
+    out[i] = reinterpret_cast<void*>(word);
+  }
+  return true;
+}
+
+}  // namespace site_chains_detail
+
+inline int SiteChains::find(uintptr_t cfa, uint32_t request, void** frames) {
+  // The chain found (or recorded) last first: a program opens from one place again and again.
+  for (unsigned k = 0, i = last_found_; k < kChains; ++k, i = (i + 1) % kChains) {
+    const SiteChain& chain = chains_[i];
+    if (chain.cfa != cfa || chain.request != request) continue;
+    if (site_chains_detail::on_the_stack(chain, cfa, frames)) {
+      last_found_ = i;
+      return chain.links > chain.first_kept ? chain.links - chain.first_kept : 0;
+    }
+  }
+  return -1;
+}
 
 }  // namespace appendguard

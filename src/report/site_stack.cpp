@@ -15,6 +15,9 @@
 #endif
 
 namespace appendguard {
+
+constinit thread_local SiteChains* t_site_chains = nullptr;
+
 namespace {
 
 // The recording's frame (libunwind's context and cursor, about 2 KiB, and the frames found), a first
@@ -35,8 +38,15 @@ pthread_key_t g_key;
 bool g_key_made = false;
 int (*g_setspecific)(pthread_key_t, const void*) = nullptr;
 
+SiteChains* chains_in(char* mapping) {
+  return reinterpret_cast<SiteChains*>(mapping + kGuardBytes + kStackBytes);
+}
+
 void thread_exits(void* p) {
-  if (p == t_stack) t_stack = nullptr;
+  if (p == t_stack) {
+    t_stack = nullptr;
+    t_site_chains = nullptr;
+  }
   if (p) munmap(p, kMappingBytes);
 }
 
@@ -54,6 +64,7 @@ char* thread_mapping() {
   }
   new (mapped + kGuardBytes + kStackBytes) SiteChains;
   t_stack = mapped;
+  t_site_chains = chains_in(mapped);
   if (g_key_made) g_setspecific(g_key, mapped);
   return mapped;
 }
@@ -117,9 +128,9 @@ void run_on_site_stack(void (*fn)(void*), void* arg) {
   fn(arg);
 }
 
-SiteChains* thread_site_chains() {
+SiteChains* map_thread_site_chains() {
   char* mapping = thread_mapping();
-  return mapping ? reinterpret_cast<SiteChains*>(mapping + kGuardBytes + kStackBytes) : nullptr;
+  return mapping ? chains_in(mapping) : nullptr;
 }
 
 }  // namespace appendguard

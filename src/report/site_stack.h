@@ -7,6 +7,7 @@
 // the thread's remembered sites (report/site_chains.h) above it, unmapped when the thread exits.
 #pragma once
 
+#include "core/hidden.h"
 #include "report/site_chains.h"
 
 namespace appendguard {
@@ -19,7 +20,18 @@ void init_site_stack();
 void run_on_site_stack(void (*fn)(void*), void* arg);
 
 // This thread's remembered open sites, in the same mapping, above the stack (mapped here if it was not
-// yet; in sanitizer builds too); null if no memory can be mapped.
-SiteChains* thread_site_chains();
+// yet; in sanitizer builds too); null if no memory can be mapped. Inline: every guarded open asks (issue
+// 27: a call of its own).
+extern APPENDGUARD_HIDDEN
+    __attribute__((tls_model("initial-exec"))) constinit thread_local SiteChains* t_site_chains;
+SiteChains* map_thread_site_chains();
+inline SiteChains* thread_site_chains() {
+  SiteChains* chains = t_site_chains;
+  return __builtin_expect(chains != nullptr, 1) ? chains : map_thread_site_chains();
+}
+// The same if mapped already, else null (a thread's first recording maps them).
+inline SiteChains* mapped_site_chains() {
+  return t_site_chains;
+}
 
 }  // namespace appendguard

@@ -246,7 +246,7 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
   site.reused_held = decision.reuse_fd >= 0;
   site.pid = pid;
   site.tid = t_thread_id.get(pid, gettid_raw);
-  site.frame_count = capture_open_site(site.frames, kOpenFrames);
+  site.frame_count = capture_open_site(site.frames, kOpenFrames, request.cfa);
 
   OpenRecord record;
   record.path = decision.path;

@@ -33,6 +33,10 @@ struct OpenRequest {
   // pattern may match the name.
   size_t measured_length = 0;
   bool name_may_match = false;
+  // The open hook's canonical frame address (the program's call; every frame between it and finish_open
+  // is this library's), where the open's site is read back from the stack (report/site_chains.h); 0: not
+  // known (the site's recording uses its own).
+  uintptr_t cfa = 0;
 };
 
 struct OpenDecision {

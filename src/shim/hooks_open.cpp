@@ -13,12 +13,25 @@ using namespace appendguard;
 
 namespace {
 
+// The canonical frame address of the function this is expanded in (where its caller's frame begins): for
+// OpenRequest::cfa. Under GCC a lea from the stack pointer; clang's builtin would give the function a frame
+// pointer, so there the site's recording uses its own (0: not known).
+#if defined(__clang__)
+#define APPENDGUARD_OPEN_CFA() static_cast<uintptr_t>(0)
+#else
+#define APPENDGUARD_OPEN_CFA() reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa())
+#endif
+
 // A write open, or any open while tracing: decided, and tracked if guarded. Out of line: its decision
 // (with a path buffer) must not give the read-only path a frame, nor the unmatched write open below.
+// Where the hook, open_slow and open_deciding reach it by tail calls (open, open64 under GCC), its
+// canonical frame address is the hook's, the program's call, else one of this library's frames below it:
+// the open's site is read back from the stack above it (OpenRequest::cfa).
 template <typename Call>
 [[gnu::noinline]] int open_with_decision(const char* function, int dirfd, const char* path, int flags,
                                          Call call, WriteOpenTriage triage = {0, false}) {
-  OpenRequest request{function, dirfd, path, flags, triage.measured_length, triage.name_may_match};
+  OpenRequest request{
+      function, dirfd, path, flags, triage.measured_length, triage.name_may_match, APPENDGUARD_OPEN_CFA()};
   OpenDecision decision;
   decide_open(request, decision);
   if (!decision.guarded && !decision.trace_only) {
@@ -47,6 +60,7 @@ template <typename Call>
 [[gnu::noinline]] int open_append_only_retry(const char* function, int dirfd, const char* path, int flags,
                                              Call call) {
   OpenRequest request{function, dirfd, path, flags};
+  request.cfa = APPENDGUARD_OPEN_CFA();
   OpenDecision decision;
   decision.flags = flags;
   if (!decide_append_only_retry(request, decision)) {

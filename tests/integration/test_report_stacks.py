@@ -138,6 +138,23 @@ class OpenSites(TempDirTest):
             self.assertIn("opens_through", opened[1], block)
             self.assertIn(" main+", opened[2], block)
 
+    def test_every_way_into_the_open_hooks_names_its_opener_when_read_back(self):
+        # Each opener twice from the same place: the first site unwound, the second read back from the stack
+        # above the hook's frame (open, openat, creat; libc's syscall() through the system call layer).
+        path = self.path("e")
+        proc = run([program("report_sites"), "entry_points", path])
+        self.assertOk(proc)
+        r = results(proc.stdout)
+        blocks = report_blocks(proc.stderr)
+        for name in ("open", "openat", "creat", "syscall"):
+            for i in (0, 1):
+                self.assertEqual(r[f"{name}.{i}.safetensors"], "-1", proc.stderr)
+                [block] = [b for b in blocks if f"e.{name}.{i}.safetensors" in b.splitlines()[0]]
+                opened = frames(section(block, "  opened at:"))
+                self.assertIn(f"open_by_{name}", opened[0], block)
+                self.assertIn("opens_through", opened[1], block)
+                self.assertIn(" main+", opened[2], block)
+
     def test_the_open_site_names_the_opening_process_and_thread(self):
         # Issue 27: the thread id is kept per thread (asked once), the pid taken from the owner check. A
         # second thread, the first again, and a fork child's copy of the first thread each name their own.

@@ -20,8 +20,7 @@ struct FakeStack {
 void record(SiteChains& chains, const FakeStack& stack, const int* slots, int links, int first_kept,
             int max_frames = 24, int scope = 1) {
   SiteChain& chain = chains.start_recording();
-  chain.max_frames = max_frames;
-  chain.scope = scope;
+  chain.request = SiteChain::key(max_frames, scope);
   chain.links = links;
   chain.first_kept = first_kept;
   for (int i = 0; i < links; ++i) {
@@ -39,28 +38,28 @@ TEST_CASE("a remembered site is read back only when every return address is wher
   const int slots[] = {0, 3, 7, 8, 12};  // this library's frame, then four kept
   for (int i = 0; i < 32; ++i) stack.words[i] = 0x1000 + static_cast<uintptr_t>(i);
   void* frames[24] = {};
-  CHECK(chains->find(stack.cfa(), 24, 1, frames) == -1);  // nothing remembered yet
+  CHECK(chains->find(stack.cfa(), SiteChain::key(24, 1), frames) == -1);  // nothing remembered yet
   record(*chains, stack, slots, 5, 1);
 
-  REQUIRE(chains->find(stack.cfa(), 24, 1, frames) == 4);
+  REQUIRE(chains->find(stack.cfa(), SiteChain::key(24, 1), frames) == 4);
   CHECK(frames[0] == reinterpret_cast<void*>(0x1003));
   CHECK(frames[3] == reinterpret_cast<void*>(0x100c));
 
   // Another request (fewer frames, the whole scope), another place on the stack: not this chain.
-  CHECK(chains->find(stack.cfa(), 16, 1, frames) == -1);
-  CHECK(chains->find(stack.cfa(), 24, 0, frames) == -1);
-  CHECK(chains->find(stack.cfa() + 8, 24, 1, frames) == -1);
+  CHECK(chains->find(stack.cfa(), SiteChain::key(16, 1), frames) == -1);
+  CHECK(chains->find(stack.cfa(), SiteChain::key(24, 0), frames) == -1);
+  CHECK(chains->find(stack.cfa() + 8, SiteChain::key(24, 1), frames) == -1);
 
   // Called from elsewhere: the outermost kept frame's return address differs.
   stack.words[12] = 0x2000;
-  CHECK(chains->find(stack.cfa(), 24, 1, frames) == -1);
+  CHECK(chains->find(stack.cfa(), SiteChain::key(24, 1), frames) == -1);
   stack.words[12] = 0x100c;
   // Words between the return addresses (locals) do not matter.
   stack.words[5] = 0x3000;
-  CHECK(chains->find(stack.cfa(), 24, 1, frames) == 4);
+  CHECK(chains->find(stack.cfa(), SiteChain::key(24, 1), frames) == 4);
   // Nor does what lies beyond the chain.
   stack.words[20] = 0x4000;
-  CHECK(chains->find(stack.cfa(), 24, 1, frames) == 4);
+  CHECK(chains->find(stack.cfa(), SiteChain::key(24, 1), frames) == 4);
 }
 
 TEST_CASE("two chains at the same stack address are both remembered, and the oldest is replaced") {
@@ -75,8 +74,7 @@ TEST_CASE("two chains at the same stack address are both remembered, and the old
   record(*chains, a, slots, 3, 1);
   // b's chain, recorded at a's address (the same function called from elsewhere at the same depth).
   SiteChain& chain = chains->start_recording();
-  chain.max_frames = 24;
-  chain.scope = 1;
+  chain.request = SiteChain::key(24, 1);
   chain.links = 3;
   chain.first_kept = 1;
   for (int i = 0; i < 3; ++i) {
@@ -85,16 +83,16 @@ TEST_CASE("two chains at the same stack address are both remembered, and the old
   }
   SiteChains::publish(chain, a.cfa());
   void* frames[24] = {};
-  REQUIRE(chains->find(a.cfa(), 24, 1, frames) == 2);
+  REQUIRE(chains->find(a.cfa(), SiteChain::key(24, 1), frames) == 2);
   CHECK(frames[0] == reinterpret_cast<void*>(0x1002));
   FakeStack saved = a;
   for (int i : slots) a.words[i] = b.words[i];
-  REQUIRE(chains->find(a.cfa(), 24, 1, frames) == 2);
+  REQUIRE(chains->find(a.cfa(), SiteChain::key(24, 1), frames) == 2);
   CHECK(frames[0] == reinterpret_cast<void*>(0x5002));
   a = saved;
   // SiteChains::kChains more recordings elsewhere push both out.
   for (int i = 0; i < SiteChains::kChains; ++i) record(*chains, b, slots, 3, 1, 24 - i);
-  CHECK(chains->find(a.cfa(), 24, 1, frames) == -1);
+  CHECK(chains->find(a.cfa(), SiteChain::key(24, 1), frames) == -1);
 }
 
 TEST_CASE("a chain whose frames are all skipped reads back no frames") {
@@ -104,5 +102,53 @@ TEST_CASE("a chain whose frames are all skipped reads back no frames") {
   const int slots[] = {0};
   record(*chains, stack, slots, 1, 1);
   void* frames[24] = {};
-  CHECK(chains->find(stack.cfa(), 24, 1, frames) == 0);
+  CHECK(chains->find(stack.cfa(), SiteChain::key(24, 1), frames) == 0);
+}
+
+TEST_CASE(
+    "a chain referenced at the open hook's frame keeps every link, and any one slot differing is a miss") {
+  // The hook's CFA: the chain's link 0 is the program's return address (no frame of this library
+  // between), so every link is a kept frame, written out as it is compared.
+  auto chains = std::make_unique<SiteChains>();
+  FakeStack stack;
+  for (int i = 0; i < 32; ++i) stack.words[i] = 0x7000 + static_cast<uintptr_t>(i);
+  const int slots[] = {0, 2, 5, 9, 10, 14};
+  record(*chains, stack, slots, 6, 0);
+  void* frames[24] = {};
+  REQUIRE(chains->find(stack.cfa(), SiteChain::key(24, 1), frames) == 6);
+  for (int i = 0; i < 6; ++i) CHECK(frames[i] == reinterpret_cast<void*>(0x7000 + slots[i]));
+  CHECK(frames[6] == nullptr);  // nothing written beyond the kept frames
+
+  // Each slot in turn holding another address (the same depth reached through another call): a miss.
+  for (int slot : slots) {
+    const uintptr_t saved = stack.words[slot];
+    stack.words[slot] = saved + 0x100;
+    CHECK(chains->find(stack.cfa(), SiteChain::key(24, 1), frames) == -1);
+    stack.words[slot] = saved;
+  }
+  // The same stack read from 16 bytes higher (another hook frame's CFA): not this chain.
+  CHECK(chains->find(stack.cfa() + 16, SiteChain::key(24, 1), frames) == -1);
+  REQUIRE(chains->find(stack.cfa(), SiteChain::key(24, 1), frames) == 6);
+  CHECK(frames[5] == reinterpret_cast<void*>(0x700e));
+}
+
+TEST_CASE("the skipped links of a chain (libc's above the program's call) are compared too") {
+  auto chains = std::make_unique<SiteChains>();
+  FakeStack stack;
+  for (int i = 0; i < 32; ++i) stack.words[i] = 0x9000 + static_cast<uintptr_t>(i);
+  const int slots[] = {0, 1, 4, 6};  // two libc frames, then two kept
+  record(*chains, stack, slots, 4, 2);
+  void* frames[24] = {};
+  REQUIRE(chains->find(stack.cfa(), SiteChain::key(24, 1), frames) == 2);
+  CHECK(frames[0] == reinterpret_cast<void*>(0x9004));
+  CHECK(frames[1] == reinterpret_cast<void*>(0x9006));
+  stack.words[1] = 0x1;  // another libc function's call
+  CHECK(chains->find(stack.cfa(), SiteChain::key(24, 1), frames) == -1);
+}
+
+TEST_CASE("a request's key tells the frames wanted and the scope apart") {
+  STATIC_REQUIRE(SiteChain::key(24, 1) != SiteChain::key(24, 0));
+  STATIC_REQUIRE(SiteChain::key(24, 1) != SiteChain::key(23, 1));
+  STATIC_REQUIRE(SiteChain::key(12, 0) != SiteChain::key(6, 1));
+  STATIC_REQUIRE(SiteChain::key(SiteChain::kMaxLinks, 1) != SiteChain::key(SiteChain::kMaxLinks, 0));
 }

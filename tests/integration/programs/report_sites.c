@@ -55,6 +55,20 @@ STEP static int opens_through(int (*opener)(const char*), const char* path) {
   return opener(path);
 }
 
+// Each way into the open hooks (issue 27: the site is read back from the stack above the hook's frame).
+STEP static int open_by_open(const char* path) {
+  return open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+}
+STEP static int open_by_openat(const char* path) {
+  return openat(AT_FDCWD, path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+}
+STEP static int open_by_creat(const char* path) {
+  return creat(path, 0644);
+}
+STEP static int open_by_syscall(const char* path) {
+  return (int)syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+}
+
 // A guarded file opened by a signal handler, the process's first need of a stack: libunwind is not
 // loaded there (dlopen is not async-signal-safe).
 static const char* g_handler_path;
@@ -122,6 +136,26 @@ int main(int argc, char** argv) {
       int fd = opens_through(i % 2 ? open_here_b : open_here_a, each);
       if (fd < 0 || write(fd, "0123456789", 10) != 10) return 1;
       say(i % 2 ? "pwrite_b" : "pwrite_a", pwrite(fd, "p", 1, 1));
+      close(fd);
+    }
+    return 0;
+  }
+  if (strcmp(name, "entry_points") == 0) {
+    // Each opener twice from the same place (the second site read back from the stack), each file then
+    // refusing a write at offset 1 (one report each).
+    static const struct {
+      const char* name;
+      int (*opener)(const char*);
+    } openers[] = {{"open", open_by_open},
+                   {"openat", open_by_openat},
+                   {"creat", open_by_creat},
+                   {"syscall", open_by_syscall}};
+    for (int i = 0; i < 8; ++i) {
+      char each[4096];
+      snprintf(each, sizeof each, "%s.%s.%d.safetensors", path, openers[i / 2].name, i % 2);
+      int fd = opens_through(openers[i / 2].opener, each);
+      if (fd < 0 || write(fd, "0123456789", 10) != 10) return 1;
+      say(each + strlen(path) + 1, pwrite(fd, "p", 1, 1));
       close(fd);
     }
     return 0;
