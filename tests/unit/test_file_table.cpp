@@ -123,8 +123,8 @@ TEST_CASE("a description's path is in a buffer sized to it, given back with the 
   Description* d = table->track(3, record("/short", 70, 0));
   REQUIRE(d != nullptr);
   CHECK(std::string(d->path) == "/short");
-  CHECK(d->path_class == 0);  // 64 bytes
-  const char* buffer = d->path;
+  CHECK(d->path_class == kInlinePathClass);  // in the description itself: one pool object for both
+  CHECK(d->path == d->short_path);
   CHECK(table->forget(3));
   CHECK(std::string(d->path).empty());  // a recycled description points at no buffer
   std::string longer(300, 'x');
@@ -132,17 +132,46 @@ TEST_CASE("a description's path is in a buffer sized to it, given back with the 
   Description* again = table->track(4, record(longer.c_str(), 71, 0));
   REQUIRE(again != nullptr);
   CHECK(std::string(again->path) == longer);
-  CHECK(again->path_class == 3);  // 512 bytes
+  CHECK(again->path_class == 2);  // 512 bytes
+  const char* buffer = again->path;
   CHECK(table->forget(4));
-  Description* third = table->track(5, record("/again", 72, 0));
+  std::string other(400, 'z');
+  Description* third = table->track(5, record(other.c_str(), 72, 0));
   REQUIRE(third != nullptr);
-  CHECK(std::string(third->path) == "/again");
-  CHECK(third->path == buffer);  // the 64-byte buffer given back at the first forget
+  CHECK(std::string(third->path) == other);
+  CHECK(third->path == buffer);  // the 512-byte buffer given back at the second forget
   std::string longest(kMaxPath + 10, 'y');
   Description* fourth = table->track(6, record(longest.c_str(), 73, 0));
   REQUIRE(fourth != nullptr);
   CHECK(std::string(fourth->path) == longest.substr(0, kMaxPath - 1));
-  CHECK(fourth->path_class == 6);  // 4 KiB
+  CHECK(fourth->path_class == 5);  // 4 KiB
+}
+
+TEST_CASE("a path fits in the description up to kShortPath - 1 characters, its last byte left NUL") {
+  auto table = std::make_unique<FileTable>();
+  std::string fits(kShortPath - 1, 'a');
+  fits[0] = '/';
+  Description* d = table->track(3, record(fits.c_str(), 80, 0));
+  REQUIRE(d != nullptr);
+  CHECK(d->path == d->short_path);
+  CHECK(std::string(d->path) == fits);
+  CHECK(d->path_length == kShortPath - 1);
+  CHECK(d->short_path[kShortPath - 1] == '\0');
+  std::string one_more(kShortPath, 'b');
+  one_more[0] = '/';
+  Description* e = table->track(4, record(one_more.c_str(), 81, 0));
+  REQUIRE(e != nullptr);
+  CHECK(e->path != e->short_path);
+  CHECK(e->path_class == 0);  // 128 bytes
+  CHECK(std::string(e->path) == one_more);
+  // Recycled and reused for a shorter path: the inline buffer holds it, and no pool buffer stays taken.
+  CHECK(table->forget(4));
+  CHECK(table->forget(3));
+  Description* f = table->track(5, record("/x", 82, 0));
+  REQUIRE(f != nullptr);
+  CHECK(std::string(f->path) == "/x");
+  CHECK(f->path == f->short_path);
+  CHECK(table->descriptions_in_use() == 1);
 }
 
 TEST_CASE("a number the program closed that a held session keeps: a taken slot that lookup does not see") {
