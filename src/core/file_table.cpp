@@ -63,9 +63,10 @@ class FileLockGuard {
   TrackedFile* file_;
 };
 
-// The buffers of paths that do not fit in Description::short_path: one pool per size, 128 bytes to a page. The last byte of a buffer is never
-// anything but NUL (a path fills at most all but it), so a reader racing a recycle reads a string that
-// ends within its buffer (a path being written, another one, or zeros), never past it.
+// The buffers of paths that do not fit in Description::short_path: one pool per size, 128 bytes to a page.
+// The last byte of a buffer is never anything but NUL (a path fills at most all but it), so a reader racing a
+// recycle reads a string that ends within its buffer (a path being written, another one, or zeros), never
+// past it.
 char g_no_path[1] = "";
 size_t path_class(size_t bytes) {  // 1 <= bytes <= kMaxPath: the smallest c with 128 << c >= bytes
   return bytes <= 128 ? 0 : static_cast<size_t>(64 - __builtin_clzll(bytes - 1) - 7);

@@ -40,7 +40,7 @@ constexpr size_t kMaxPath = 4096;
 constexpr int kOpenFrames = 24;
 constexpr uint8_t kNoPathClass = 0xff;      // Description::path_class of a path in no buffer
 constexpr uint8_t kInlinePathClass = 0xfe;  // Description::path_class of a path in Description::short_path
-constexpr size_t kShortPath = 72;  // what fills a description's page-pool object up to 11 a page
+constexpr size_t kShortPath = 72;           // what fills a description's page-pool object up to 11 a page
 
 struct TrackedFile {
   Lock lock;  // serializes check + write for every description on this file
@@ -364,7 +364,7 @@ class FileTable {
   // First, at the object's address: the hooks index it without adding an offset.
   FdSlots<Description, kMaxTrackedFd> slots_;  // low numbers inline, the rest mapped when used
 
-  void recycle_unpinned(Description* d);     // the last reference went with a guarded call
+  void recycle_unpinned(Description* d);  // the last reference went with a guarded call
   // registry_ held. by_owner: the release comes from forget() (for live_files_changed_).
   void drop_descriptor(Description* d, bool by_owner);
   void release_description(Description* d);  // registry_ held; drop_descriptor, not by the owner
@@ -387,7 +387,7 @@ class FileTable {
   PagePool descriptions_{sizeof(Description)};
   PagePool files_{sizeof(TrackedFile)};
   static constexpr size_t kPathClasses = 6;  // 128 bytes to 4 KiB (shorter paths: Description::short_path)
-  PagePool paths_[kPathClasses] = {PagePool(128), PagePool(256), PagePool(512),
+  PagePool paths_[kPathClasses] = {PagePool(128),  PagePool(256),  PagePool(512),
                                    PagePool(1024), PagePool(2048), PagePool(4096)};
   TrackedFile** live_files_ = nullptr;  // files with open descriptions, found by identity
   size_t live_file_count_ = 0;
