@@ -296,7 +296,7 @@ Description* FileTable::track(int fd, const OpenRecord& record) {
   } else {
     d->site = OpenSite{};
   }
-  d->seek_site_.store(nullptr, std::memory_order_relaxed);  // recycle_description unmapped any
+  // seek_site_ is null already: zeros in fresh memory, and recycle_description clears it.
   set_path(d, record.path, record.path_length);
   d->refs.store(1, std::memory_order_release);
 
@@ -327,9 +327,10 @@ Description* FileTable::track(int fd, const OpenRecord& record) {
       resize_live_files(live_file_capacity_ / 2);
   }
   if (live_file_count_ == 0 && live_files_changed_) live_files_changed_(false, by_owner);
-  // No call is writing to it: its last description is recycled only once no guarded call pins it.
-  released_writes_.writes += file->writes.exchange(0, std::memory_order_relaxed);
-  released_writes_.bytes += file->bytes_written.exchange(0, std::memory_order_relaxed);
+  // No call is writing to it: its last description is recycled only once no guarded call pins it. Read,
+  // not reset: acquire_file constructs every file it hands out anew.
+  released_writes_.writes += file->writes.load(std::memory_order_relaxed);
+  released_writes_.bytes += file->bytes_written.load(std::memory_order_relaxed);
   files_.release(file);
 }
 
