@@ -362,7 +362,7 @@ TEST_CASE("the memory of 10,000 files is given back when they are closed") {
   for (int i = 0; i < kFiles; ++i)
     REQUIRE(table->track(10 + i, record("/a/path/of/about/forty/bytes.bin", 100 + i, 0)));
   const size_t open = table->pool_pages();
-  CHECK(open > before + kFiles / 20);  // about 12 descriptions a page, 40 files, 64 paths
+  CHECK(open > before + kFiles / 20);  // 11 descriptions a page (their short paths inside), 46 files
   CHECK(table->descriptions_in_use() == kFiles);
   for (int i = 0; i < kFiles; i += 2) CHECK(table->forget(10 + i));
   for (int i = kFiles - 1; i > 0; i -= 2) CHECK(table->forget(10 + i));
@@ -380,7 +380,7 @@ TEST_CASE("a stale pointer to a description whose page was returned reads zeros 
   // What a reader racing a close holds (core/page_pool.h): the page stays mapped, reads as zeros, and a
   // zeroed description has no references, so a guarded call's pin fails and it touches nothing else.
   auto table = std::make_unique<FileTable>();
-  constexpr int kFiles = 13 * 40;  // 13 descriptions to a page: 40 pages
+  constexpr int kFiles = 11 * 40;  // 11 descriptions to a page: 40 pages
   std::vector<Description*> descriptions;
   for (int i = 0; i < kFiles; ++i) {
     Description* d = table->track(10 + i, record("/stale", 500 + i, 0));
