@@ -65,10 +65,22 @@ class FdSlots {
     }
     return last + 1;
   }
-  // Whether a pointer stored at `fd` would be kept (its chunk is mapped, or can be).
-  bool reserve(int fd) {
-    return static_cast<unsigned>(fd) < kInline ||
-           (static_cast<unsigned>(fd) < kSlots && chunk_for(static_cast<unsigned>(fd), true));
+  // What operator[] gives, once: fd's slot, its chunk mapped and its group marked used (for a store that
+  // comes later), or null when fd is out of range or no memory can be mapped.
+  std::atomic<T*>* reserve_slot(int fd) {
+    if (static_cast<unsigned>(fd) >= kSlots) return nullptr;
+    note_used(static_cast<unsigned>(fd));
+    if (static_cast<unsigned>(fd) < kInline) return &low_[fd];
+    std::atomic<T*>* chunk = chunk_for(static_cast<unsigned>(fd), true);
+    return chunk ? &chunk[(static_cast<unsigned>(fd) - kInline) % kChunk] : nullptr;
+  }
+  // fd's slot if it may hold a pointer (its chunk is mapped), else null; maps nothing, marks nothing: for
+  // a store of null where a pointer may be (a close).
+  std::atomic<T*>* existing_slot(int fd) {
+    if (__builtin_expect(static_cast<unsigned>(fd) < kInline, 1)) return &low_[fd];
+    if (static_cast<unsigned>(fd) >= kSlots) return nullptr;
+    std::atomic<T*>* chunk = chunk_for(static_cast<unsigned>(fd), false);
+    return chunk ? &chunk[(static_cast<unsigned>(fd) - kInline) % kChunk] : nullptr;
   }
 
  private:

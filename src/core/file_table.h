@@ -38,7 +38,9 @@ namespace appendguard {
 constexpr int kMaxTrackedFd = 1 << 20;  // Linux's default fs.nr_open
 constexpr size_t kMaxPath = 4096;
 constexpr int kOpenFrames = 24;
-constexpr uint8_t kNoPathClass = 0xff;  // Description::path_class of a path in no pool
+constexpr uint8_t kNoPathClass = 0xff;      // Description::path_class of a path in no buffer
+constexpr uint8_t kInlinePathClass = 0xfe;  // Description::path_class of a path in Description::short_path
+constexpr size_t kShortPath = 72;           // what fills a description's page-pool object up to 11 a page
 
 struct TrackedFile {
   Lock lock;  // serializes check + write for every description on this file
@@ -189,9 +191,11 @@ struct Description {
     if (SeekSite* s = seek_site_.load(std::memory_order_acquire))
       s->recorded.store(false, std::memory_order_relaxed);
   }
-  // The path as opened, NUL-terminated (at most kMaxPath - 1 characters): out of line (issue 27: an inline
-  // path[4096] made each tracked file cost about 6 KB), in a buffer of the smallest power of two from 64
-  // bytes that holds it (FileTable's path pools, class path_class), given back when the description is.
+  // The path as opened, NUL-terminated (at most kMaxPath - 1 characters): in short_path when it fits
+  // (path_class kInlinePathClass: one pool object for the description and its path, issue 27), else out of
+  // line (issue 27: an inline path[4096] made each tracked file cost about 6 KB), in a buffer of the
+  // smallest power of two from 128 bytes that holds it (FileTable's path pools, class path_class), given
+  // back when the description is.
   char* path = nullptr;
   uint8_t path_class = kNoPathClass;
   // Whether the store holding the file renames, as its open found (shim/spool.cpp: the close looks it up
@@ -200,6 +204,9 @@ struct Description {
   // strlen(path), kept by FileTable::set_path (in the padding after the two bytes above) so that the write
   // and close paths do not measure the path again (issue 27).
   uint16_t path_length = 0;
+  // A path shorter than kShortPath. Its last byte is never anything but NUL (as a pool buffer's), so that a
+  // reader racing a recycle reads a string that ends within it. Not initialized: fresh pool memory is zeros.
+  char short_path[kShortPath];
 
   PositionState snapshot() const { return {position, file->end_of_file, program_appends, kernel_appends}; }
   void store(const PositionState& s) {
@@ -207,6 +214,8 @@ struct Description {
     file->end_of_file = s.end_of_file;
   }
 };
+
+static_assert(sizeof(Description) <= 4096 / 11, "kShortPath: a description's pool object, 11 a page");
 
 struct OpenRecord {
   const char* path = "";
@@ -355,11 +364,13 @@ class FileTable {
   // First, at the object's address: the hooks index it without adding an offset.
   FdSlots<Description, kMaxTrackedFd> slots_;  // low numbers inline, the rest mapped when used
 
-  void recycle_unpinned(Description* d);     // the last reference went with a guarded call
-  void release_description(Description* d);  // registry_ held
-  void recycle_description(Description* d);  // registry_ held
-  void mark_offsets_shared();                // registry_ held
-  void release_file(TrackedFile* file);      // registry_ held
+  void recycle_unpinned(Description* d);  // the last reference went with a guarded call
+  // registry_ held. by_owner: the release comes from forget() (for live_files_changed_).
+  void drop_descriptor(Description* d, bool by_owner);
+  void release_description(Description* d);  // registry_ held; drop_descriptor, not by the owner
+  void recycle_description(Description* d, bool by_owner);  // registry_ held
+  void mark_offsets_shared();                               // registry_ held
+  void release_file(TrackedFile* file, bool by_owner);      // registry_ held
   // registry_ held; `created`: the file was not tracked before (no other thread can reach it yet).
   TrackedFile* acquire_file(dev_t device, ino_t inode, uint64_t size, bool& created);
 
@@ -375,8 +386,8 @@ class FileTable {
   // the kernel once every object on it is free (issue 27: 10,000 closed files kept 5 MB).
   PagePool descriptions_{sizeof(Description)};
   PagePool files_{sizeof(TrackedFile)};
-  static constexpr size_t kPathClasses = 7;  // 64 bytes to 4 KiB
-  PagePool paths_[kPathClasses] = {PagePool(64),   PagePool(128),  PagePool(256), PagePool(512),
+  static constexpr size_t kPathClasses = 6;  // 128 bytes to 4 KiB (shorter paths: Description::short_path)
+  PagePool paths_[kPathClasses] = {PagePool(128),  PagePool(256),  PagePool(512),
                                    PagePool(1024), PagePool(2048), PagePool(4096)};
   TrackedFile** live_files_ = nullptr;  // files with open descriptions, found by identity
   size_t live_file_count_ = 0;
@@ -391,13 +402,11 @@ class FileTable {
   bool index_live_file(TrackedFile* file);                       // registry_ held; false: out of memory
   bool rebuild_index(size_t capacity);                           // registry_ held; false: out of memory
   bool resize_live_files(size_t capacity);                       // registry_ held; false: out of memory
-  void shrink_live_files();                                      // registry_ held
   void unindex_live_file(TrackedFile* file);                     // registry_ held
   // find_live_file with the identity's hash computed already (registry_ held).
   TrackedFile* find_live_file(dev_t device, ino_t inode, uint32_t hash) const;
   void (*live_files_changed_)(bool any, bool by_owner) = nullptr;
-  bool forgetting_as_owner_ = false;  // registry_ held: inside forget(), for live_files_changed_
-  WriteTotals released_writes_;       // of files released (registry_ held)
+  WriteTotals released_writes_;  // of files released (registry_ held)
 };
 
 }  // namespace appendguard

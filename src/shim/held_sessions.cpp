@@ -244,12 +244,11 @@ void start_committer() {
   auto detach = reinterpret_cast<Detach>(dlsym(RTLD_DEFAULT, "pthread_detach"));
   int error = ENOSYS;
   if (create && detach) {
-    sigset_t all, old;
-    sigfillset(&all);
-    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, _NSIG / 8);
     pthread_t thread;
-    error = create(&thread, nullptr, committer_main, nullptr);
-    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, nullptr, _NSIG / 8);
+    {
+      AllSignalsBlocked blocked;  // the committer thread starts with every signal blocked
+      error = create(&thread, nullptr, committer_main, nullptr);
+    }
     if (error == 0) detach(thread);
   }
   if (error != 0) {

@@ -9,6 +9,7 @@
 #include "shim/mount_guard.h"
 #include "shim/real_io.h"
 #include "shim/runtime.h"
+#include "shim/signals_blocked_lock.h"
 
 namespace appendguard {
 namespace {
@@ -19,16 +20,15 @@ constinit FirstUse g_mount_reading;
 // reads it would wait for itself.
 void read_mount_table_now() {
   const int error = errno;
-  InternalScope internal;
-  sigset_t all, old;
-  sigfillset(&all);
-  real_syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &old, _NSIG / 8);
-  load_mount_table();
-  // Unreadable (no /proc): no table, as when it was read at start-up; closes no longer watched.
-  g_all_mounts.clear_if_unread();
-  g_mount_table.clear_if_unread();
-  if (!g_all_mounts.load(std::memory_order_acquire)) g_files.watch_untracked_failures(false);
-  real_syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, nullptr, _NSIG / 8);
+  {
+    InternalScope internal;
+    AllSignalsBlocked blocked;
+    load_mount_table();
+    // Unreadable (no /proc): no table, as when it was read at start-up; closes no longer watched.
+    g_all_mounts.clear_if_unread();
+    g_mount_table.clear_if_unread();
+    if (!g_all_mounts.load(std::memory_order_acquire)) g_files.watch_untracked_failures(false);
+  }
   errno = error;
 }
 

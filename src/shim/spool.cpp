@@ -233,12 +233,12 @@ int run_upload(UploadMapping* m) {
   m->job.step = "";
   m->job.written = 0;
   // Every signal blocked in the child (it shares our memory: the program's handlers must not run there).
-  sigset_t all, old;
-  sigfillset(&all);
-  syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, _NSIG / 8);
-  int pid = clone(upload_child, m->stack + kChildStack, CLONE_VM | SIGCHLD, m);
-  int clone_error = errno;
-  syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, nullptr, _NSIG / 8);
+  int pid, clone_error;
+  {
+    AllSignalsBlocked blocked;
+    pid = clone(upload_child, m->stack + kChildStack, CLONE_VM | SIGCHLD, m);
+    clone_error = errno;
+  }
   if (pid < 0) {
     m->job.step = "start";
     return clone_error;

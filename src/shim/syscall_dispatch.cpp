@@ -167,15 +167,20 @@ void sync_this_thread() {
 
 // ---- Notices: one line each, once per process ----
 
-void notice_once(OncePerProcess& once, const char* text) {
-  if (!once.first_time()) return;
+void say_notice(const char* text) {
   int error = errno;
   InternalScope internal;
   report_notice(text);
   errno = error;
 }
 
-constinit OncePerProcess g_told_unavailable;
+void notice_once(OncePerProcess& once, const char* text) {
+  if (once.first_time()) say_notice(text);
+}
+
+// The process that said the layer is unavailable (OncePerProcess's rule, a fork child says it again), kept
+// here so that each guarded open after that asks one getpid: it formatted the line and asked two before.
+constinit std::atomic<pid_t> g_unavailable_said_by{0};
 
 // Descriptors created with O_CREAT|O_EXCL that the library does not guard (note_exclusive_create): the
 // creating thread's selector stays BLOCK while one is open. Under g_exclusive_lock, taken with every
@@ -243,7 +248,7 @@ void block_this_thread() {
       "guarded in this process: %s%s%s; calls through libc are",
       g_unavailable_why, g_unavailable_error ? ": " : "",
       g_unavailable_error ? errno_name(g_unavailable_error) : "");
-  notice_once(g_told_unavailable, line);
+  say_notice(line);
 }
 
 // In the thread that makes a description of a guarded file tracked (true: every new one, a second
@@ -259,9 +264,11 @@ void on_live_files_changed(bool any, bool by_owner) {
       return;
     }
     if (g_say_unavailable &&
-        g_state.load(std::memory_order_acquire) == static_cast<int>(LayerState::kUnavailable) &&
-        owns_file_table())
-      say_layer_unavailable();
+        g_state.load(std::memory_order_acquire) == static_cast<int>(LayerState::kUnavailable)) {
+      const pid_t owner = file_table_owner_pid();  // 0 in a child sharing our memory: it says nothing
+      if (owner != 0 && g_unavailable_said_by.exchange(owner, std::memory_order_relaxed) != owner)
+        say_layer_unavailable();
+    }
     return;
   }
   // A child sharing our memory (vfork) must not say its parent has no file left (nor touch its byte).

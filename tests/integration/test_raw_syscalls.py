@@ -58,6 +58,16 @@ class RawSyscallsTest(TempDirTest):
         proc = run([program("raw_syscalls"), "seccomp_exec", self.dir, "nothing"])
         self.assertEqual((proc.returncode, proc.stderr), (0, ""))  # nothing guarded was opened: silent
 
+    def test_where_the_layer_is_refused_the_line_is_said_once_per_process(self):
+        # Each guarded open asks whether the line was said in this process (a marker of the process's id,
+        # issue 27: the line was formatted at every one); a fork child is a process of its own.
+        proc = run([program("raw_syscalls"), "seccomp_exec", self.dir, "opens_then_forks"],
+                   APPENDGUARD_PATHS=os.path.join(self.dir, "**"), APPENDGUARD_BACKTRACE="0")
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr[-3000:])
+        self.assertEqual(results(proc.stdout)["child_status"], "0", proc.stderr)
+        lines = re.findall(r"^appendguard: system calls made outside libc .*$", proc.stderr, re.M)
+        self.assertEqual(len(lines), 2, proc.stderr)  # the parent's (three opens) and the child's (two)
+
     def test_off_brings_back_raw_calls_unseen(self):
         r, err = self.probe("pwrite", APPENDGUARD_SYSCALLS="off")
         self.assertEqual(r["pwrite64_at_0"], "4")  # written at 0, as without the layer

@@ -123,8 +123,8 @@ TEST_CASE("a description's path is in a buffer sized to it, given back with the 
   Description* d = table->track(3, record("/short", 70, 0));
   REQUIRE(d != nullptr);
   CHECK(std::string(d->path) == "/short");
-  CHECK(d->path_class == 0);  // 64 bytes
-  const char* buffer = d->path;
+  CHECK(d->path_class == kInlinePathClass);  // in the description itself: one pool object for both
+  CHECK(d->path == d->short_path);
   CHECK(table->forget(3));
   CHECK(std::string(d->path).empty());  // a recycled description points at no buffer
   std::string longer(300, 'x');
@@ -132,17 +132,46 @@ TEST_CASE("a description's path is in a buffer sized to it, given back with the 
   Description* again = table->track(4, record(longer.c_str(), 71, 0));
   REQUIRE(again != nullptr);
   CHECK(std::string(again->path) == longer);
-  CHECK(again->path_class == 3);  // 512 bytes
+  CHECK(again->path_class == 2);  // 512 bytes
+  const char* buffer = again->path;
   CHECK(table->forget(4));
-  Description* third = table->track(5, record("/again", 72, 0));
+  std::string other(400, 'z');
+  Description* third = table->track(5, record(other.c_str(), 72, 0));
   REQUIRE(third != nullptr);
-  CHECK(std::string(third->path) == "/again");
-  CHECK(third->path == buffer);  // the 64-byte buffer given back at the first forget
+  CHECK(std::string(third->path) == other);
+  CHECK(third->path == buffer);  // the 512-byte buffer given back at the second forget
   std::string longest(kMaxPath + 10, 'y');
   Description* fourth = table->track(6, record(longest.c_str(), 73, 0));
   REQUIRE(fourth != nullptr);
   CHECK(std::string(fourth->path) == longest.substr(0, kMaxPath - 1));
-  CHECK(fourth->path_class == 6);  // 4 KiB
+  CHECK(fourth->path_class == 5);  // 4 KiB
+}
+
+TEST_CASE("a path fits in the description up to kShortPath - 1 characters, its last byte left NUL") {
+  auto table = std::make_unique<FileTable>();
+  std::string fits(kShortPath - 1, 'a');
+  fits[0] = '/';
+  Description* d = table->track(3, record(fits.c_str(), 80, 0));
+  REQUIRE(d != nullptr);
+  CHECK(d->path == d->short_path);
+  CHECK(std::string(d->path) == fits);
+  CHECK(d->path_length == kShortPath - 1);
+  CHECK(d->short_path[kShortPath - 1] == '\0');
+  std::string one_more(kShortPath, 'b');
+  one_more[0] = '/';
+  Description* e = table->track(4, record(one_more.c_str(), 81, 0));
+  REQUIRE(e != nullptr);
+  CHECK(e->path != e->short_path);
+  CHECK(e->path_class == 0);  // 128 bytes
+  CHECK(std::string(e->path) == one_more);
+  // Recycled and reused for a shorter path: the inline buffer holds it, and no pool buffer stays taken.
+  CHECK(table->forget(4));
+  CHECK(table->forget(3));
+  Description* f = table->track(5, record("/x", 82, 0));
+  REQUIRE(f != nullptr);
+  CHECK(std::string(f->path) == "/x");
+  CHECK(f->path == f->short_path);
+  CHECK(table->descriptions_in_use() == 1);
 }
 
 TEST_CASE("a number the program closed that a held session keeps: a taken slot that lookup does not see") {
@@ -333,7 +362,7 @@ TEST_CASE("the memory of 10,000 files is given back when they are closed") {
   for (int i = 0; i < kFiles; ++i)
     REQUIRE(table->track(10 + i, record("/a/path/of/about/forty/bytes.bin", 100 + i, 0)));
   const size_t open = table->pool_pages();
-  CHECK(open > before + kFiles / 20);  // about 12 descriptions a page, 40 files, 64 paths
+  CHECK(open > before + kFiles / 20);  // 11 descriptions a page (their short paths inside), 46 files
   CHECK(table->descriptions_in_use() == kFiles);
   for (int i = 0; i < kFiles; i += 2) CHECK(table->forget(10 + i));
   for (int i = kFiles - 1; i > 0; i -= 2) CHECK(table->forget(10 + i));
@@ -351,7 +380,7 @@ TEST_CASE("a stale pointer to a description whose page was returned reads zeros 
   // What a reader racing a close holds (core/page_pool.h): the page stays mapped, reads as zeros, and a
   // zeroed description has no references, so a guarded call's pin fails and it touches nothing else.
   auto table = std::make_unique<FileTable>();
-  constexpr int kFiles = 13 * 40;  // 13 descriptions to a page: 40 pages
+  constexpr int kFiles = 11 * 40;  // 11 descriptions to a page: 40 pages
   std::vector<Description*> descriptions;
   for (int i = 0; i < kFiles; ++i) {
     Description* d = table->track(10 + i, record("/stale", 500 + i, 0));

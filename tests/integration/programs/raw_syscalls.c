@@ -313,6 +313,20 @@ int main(int argc, char** argv) {
     return 3;
   }
   if (!strcmp(which, "nothing")) return 0;  // opens no guarded file
+  // Three guarded opens and closes, then a fork child's two.
+  if (!strcmp(which, "opens_then_forks")) {
+    for (int i = 0; i < 3; ++i) close(witness());
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(witness());
+      close(witness());
+      _exit(0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    printf("child_status=%d\n", WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    return 0;
+  }
   if (!strcmp(which, "dispatch_state")) return dispatch_tracer(argv[0]);
   if (!strcmp(which, "dispatch_target") && argc > 3 &&
       sscanf(argv[3], "%d,%d", &to_tracer, &from_tracer) == 2)
