@@ -20,7 +20,6 @@
 #include "core/hidden.h"
 #include "core/lock.h"
 #include "core/page_pool.h"
-#include "core/single_thread.h"
 
 namespace appendguard {
 
@@ -287,11 +286,11 @@ class FileTable {
     uint32_t refs = d->refs.load(std::memory_order_acquire);
     do {
       if (refs == 0) return false;  // recycled, or being recycled
-    } while (!single_thread::compare_exchange(d->refs, refs, refs + 1));
+    } while (!d->refs.compare_exchange_weak(refs, refs + 1, std::memory_order_acq_rel));
     return true;
   }
   void unpin(Description* d) {
-    if (single_thread::fetch_add(d->refs, ~uint32_t{0}) == 1) recycle_unpinned(d);
+    if (d->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) recycle_unpinned(d);
   }
 
   // Starts tracking `fd`, which must be a fresh descriptor. Returns nullptr if fd is out of range.

@@ -1,7 +1,6 @@
 #include "shim/runtime.h"
 
 #include <dirent.h>
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <gnu/libc-version.h>
 #include <pthread.h>
@@ -20,7 +19,6 @@
 #include "core/carried_fds.h"
 #include "core/path.h"
 #include "core/pattern_check.h"
-#include "core/single_thread.h"
 #include "core/syscall_dispatch_policy.h"
 #include "core/variables.h"
 #include "report/report.h"
@@ -173,9 +171,6 @@ void initialize() {
   unsigned major = 0, minor = 0;
   g_getpid_is_the_system_call =
       parse_libc_version(gnu_get_libc_version(), major, minor) && (major > 2 || (major == 2 && minor >= 25));
-  // glibc 2.32+ (looked up: the floor is 2.17); the main program's copy if it has one, which is the one
-  // pthread_create updates. Without it, every lock keeps its lock prefix (core/single_thread.h).
-  single_thread::use_flag(static_cast<const char*>(dlsym(RTLD_DEFAULT, "__libc_single_threaded")));
   const pid_t self = raw_getpid();
   g_owner_pid.store(self, std::memory_order_relaxed);
   FileTable::use_system_call(real_syscall.get());  // the registry's signal masks: libc's, not our hook
