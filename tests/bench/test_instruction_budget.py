@@ -181,3 +181,28 @@ class InstructionBudgetTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class BenchChildrenTest(unittest.TestCase):
+    """scripts/bench's children: the library's settings reach the runs with it, never those without."""
+
+    def test_the_callers_settings_reach_only_the_runs_with_the_library(self):
+        import importlib.machinery
+        import importlib.util
+        loader = importlib.machinery.SourceFileLoader("bench_script", str(REPO / "scripts" / "bench"))
+        spec = importlib.util.spec_from_loader("bench_script", loader)
+        bench = importlib.util.module_from_spec(spec)
+        loader.exec_module(bench)
+        saved = dict(os.environ)
+        try:
+            os.environ.update(APPENDGUARD="0", APPENDGUARD_SYSCALLS="off", LD_PRELOAD="/elsewhere.so")
+            with_library = bench.child_env("/lib/libappendguard.so")
+            without = bench.child_env(None)
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        # APPENDGUARD_SYSCALLS=off scripts/bench ... measured `auto` when every APPENDGUARD* was dropped.
+        self.assertEqual(with_library.get("APPENDGUARD_SYSCALLS"), "off")
+        self.assertEqual(with_library["APPENDGUARD"], "1")
+        self.assertEqual(with_library["LD_PRELOAD"], "/lib/libappendguard.so")
+        self.assertFalse([k for k in without if k.startswith("APPENDGUARD") or k == "LD_PRELOAD"], without)
