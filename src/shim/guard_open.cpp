@@ -125,11 +125,12 @@ __attribute__((tls_model("initial-exec"))) constinit thread_local ThreadIdCache 
 }  // namespace
 
 WriteOpenTriage write_open_triage(int dirfd, const char* path) {
-  if (!path || InternalScope::active() || current_mode() == Mode::kOff) return {0, false};
+  if (!path || InternalScope::active() || current_mode() == Mode::kOff) return {};
   const size_t length = std::strlen(path);
-  const bool name_may_match = may_match_by_name(path, length);
-  if (!name_may_match && !g_files.any_live_file() && surely_off_append_only_mounts(dirfd, path, length))
-    return {0, false};
+  const NameMatch name_may_match = name_match_of(path, length);
+  if (name_may_match == NameMatch::kNo && !g_files.any_live_file() &&
+      surely_off_append_only_mounts(dirfd, path, length))
+    return {};
   return {length + 1, name_may_match};
 }
 
@@ -145,11 +146,13 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
   if (!writes && !g_config->trace) return;
   // Measured by write_open_triage when the hook asked it.
   const size_t length = request.measured_length ? request.measured_length - 1 : std::strlen(request.path);
-  const bool name_may_match =
-      request.measured_length ? request.name_may_match : may_match_by_name(request.path, length);
+  const NameMatch name_may_match =
+      request.measured_length ? request.name_may_match : name_match_of(request.path, length);
   // The path buffer is taken only where the path is made (issue 27: an unmatched write open makes none).
-  decision.by_name = name_may_match && matched_by_name_slowly(request.dirfd, request.path, length,
-                                                              decision.take_path(), &decision.path_length);
+  decision.by_name =
+      name_may_match != NameMatch::kNo && matched_by_name_slowly(request.dirfd, request.path, length,
+                                                                 decision.take_path(), &decision.path_length,
+                                                                 name_may_match);
   if (!decision.by_name && !(writes && __builtin_expect(g_files.any_live_file(), 0) &&
                              opens_a_tracked_file_slow(request.dirfd, request.path, decision.take_path()))) {
     // Not by name: a write open on an append-only mount is guarded all the same.
@@ -186,7 +189,7 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
     }
     // The mount holding the path, looked up once (issue 27); the table read before: a change is seen.
     decision.facts_table = g_all_mounts.load(std::memory_order_acquire);
-    if (decision.facts_table) decision.facts = decision.facts_table->facts_of(decision.path);
+    if (decision.facts_table) decision.facts = decision.facts_table->facts_of(decision.made_path());
     decision.facts_decided = true;
     decision.hold = hold_mode_for(decision.facts.kind);
     decision.flags = rewrite_open_flags(request.flags);
@@ -272,7 +275,7 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
     // Looked up already, unless the table changed since (this open's new device, or another thread's).
     const MountTable* table = g_all_mounts.load(std::memory_order_acquire);
     if (!decision.facts_decided || table != decision.facts_table) {
-      facts = table ? table->facts_of(decision.path) : MountFacts{};
+      facts = table ? table->facts_of(decision.made_path()) : MountFacts{};
       facts_known = true;
       decision_hold_after_open = hold_mode_for(facts.kind);
     }

@@ -11,9 +11,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "core/carried_fds.h"
 #include "core/file_table.h"
+#include "core/glob.h"
 #include "core/mount_table.h"
 #include "core/open_flags.h"
 #include "core/write_all.h"
@@ -29,10 +31,10 @@ struct OpenRequest {
   int dirfd;             // AT_FDCWD unless openat
   const char* path;
   int flags;
-  // What write_open_triage measured, for decide_open: strlen(path) + 1 (0: not measured), and whether a
-  // pattern may match the name.
+  // What write_open_triage measured, for decide_open: strlen(path) + 1 (0: not measured), and what the
+  // name's ending tells of the patterns (kYes: a "*.ext" pattern matches it as given).
   size_t measured_length = 0;
-  bool name_may_match = false;
+  NameMatch name_may_match = NameMatch::kNo;
 };
 
 struct OpenDecision {
@@ -68,6 +70,10 @@ struct OpenDecision {
   // then, and if no memory could be mapped. Set whenever `guarded` or `trace_only` is.
   char* path = nullptr;
   size_t path_length = 0;  // strlen(path) where decide_open made it with its length known (0: measure it)
+  // The path made, measured only where its length is not known already (issue 27: a strlen per open).
+  std::string_view made_path() const {
+    return path_length ? std::string_view(path, path_length) : std::string_view(path);
+  }
   char* take_path() {
     if (!path) path = path_buffer_.get();
     return path;
@@ -85,8 +91,8 @@ void decide_open(const OpenRequest& request, OpenDecision& decision);
 // append-only mount (or the library is off for it). decide_open's own first test of a write open; the open
 // hooks ask it before making a decision (issue 27).
 struct WriteOpenTriage {
-  size_t measured_length;  // 0: surely left alone; else strlen(path) + 1
-  bool name_may_match;
+  size_t measured_length = 0;  // 0: surely left alone; else strlen(path) + 1
+  NameMatch name_may_match = NameMatch::kNo;
 };
 WriteOpenTriage write_open_triage(int dirfd, const char* path);
 // Called with the real call's result; returns what the hook returns.

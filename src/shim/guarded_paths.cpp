@@ -237,14 +237,15 @@ size_t joined_to_working_directory(std::string_view path, char* out) {
 }  // namespace
 
 bool matched_by_name_slowly(int dirfd, const char* path, size_t length, char* full_path,
-                            size_t* full_length) {
+                            size_t* full_length, NameMatch known) {
   // The common case (PyTorch and safetensors open absolute paths): an absolute path already normal, not a
-  // descriptor's /proc name, is its own full path, copied once; "*.ext" is told by its ending (issue 27).
-  // Any other, and a path that does not match (which may match through a symlinked directory), is made.
+  // descriptor's /proc name, is its own full path, copied once; "*.ext" is told by its ending (issue 27),
+  // which the caller may have compared already (`known`). Any other, and a path that does not match (which
+  // may match through a symlinked directory), is made.
   const std::string_view given(path, length);
   if (__builtin_expect(full_path != nullptr && length < kMaxPath, 1) &&
       !starts_like_a_descriptor_name(given) && copy_plainly_normal_absolute(given, full_path) &&
-      g_config->paths.matches_path(given)) {
+      (known == NameMatch::kYes || g_config->paths.matches_path(given))) {
     if (full_length) *full_length = length;
     return true;
   }

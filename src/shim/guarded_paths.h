@@ -4,6 +4,7 @@
 
 #include <cstddef>
 
+#include "core/glob.h"
 #include "shim/runtime.h"
 
 namespace appendguard {
@@ -21,12 +22,19 @@ bool descriptor_path(int fd, char* out, size_t capacity);
 // here, inline; a name ending like a pattern, or with a digit (a descriptor's /proc name), goes on.
 // An absolute path already normal (the common case) is copied once into `full_path`, and its length is
 // what `full_length` (when given) receives on a match: strlen(full_path).
+// `known`: name_match_of(path, length) when the caller has it (kYes: the name is not compared again).
 bool matched_by_name_slowly(int dirfd, const char* path, size_t length, char* full_path,
-                            size_t* full_length = nullptr);
+                            size_t* full_length = nullptr, NameMatch known = NameMatch::kMaybe);
+// What the name's ending tells without a path buffer (PatternSet::name_match): kNo when matched_by_name is
+// surely false; a name ending with a digit may be a descriptor's /proc name (its target is matched).
+[[gnu::always_inline]] inline NameMatch name_match_of(const char* path, size_t length) {
+  const char last = length ? path[length - 1] : '\0';
+  if (last >= '0' && last <= '9') return NameMatch::kMaybe;
+  return g_config->paths.name_match({path, length});
+}
 // False when matched_by_name is surely false, without a path buffer.
 inline bool may_match_by_name(const char* path, size_t length) {
-  const char last = length ? path[length - 1] : '\0';
-  return (last >= '0' && last <= '9') || g_config->paths.could_match({path, length});
+  return name_match_of(path, length) != NameMatch::kNo;
 }
 inline bool matched_by_name(int dirfd, const char* path, size_t length, char* full_path) {
   if (!may_match_by_name(path, length)) return false;

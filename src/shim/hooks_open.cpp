@@ -17,7 +17,7 @@ namespace {
 // (with a path buffer) must not give the read-only path a frame, nor the unmatched write open below.
 template <typename Call>
 [[gnu::noinline]] int open_with_decision(const char* function, int dirfd, const char* path, int flags,
-                                         Call call, WriteOpenTriage triage = {0, false}) {
+                                         Call call, WriteOpenTriage triage = {}) {
   OpenRequest request{function, dirfd, path, flags, triage.measured_length, triage.name_may_match};
   OpenDecision decision;
   decide_open(request, decision);
