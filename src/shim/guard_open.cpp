@@ -122,6 +122,18 @@ __attribute__((tls_model("initial-exec"))) constinit thread_local ThreadIdCache 
                                 : "");
 }
 
+// A held session of the file answers this write open (shim/held_sessions.h): out of line, its record
+// is not in decide_open's frame.
+[[gnu::noinline]] bool answered_by_held_session(const OpenRequest& request, const struct stat64& st,
+                                                OpenDecision& decision) {
+  HeldReuse held;
+  if (!take_held_for_open(st.st_dev, st.st_ino, request.flags, held)) return false;
+  decision.reuse_fd = held.fd;
+  decision.reuse_end = held.end_of_file;
+  decision.flags = held.effective_flags;
+  return true;
+}
+
 }  // namespace
 
 WriteOpenTriage write_open_triage(int dirfd, const char* path) {
@@ -175,13 +187,8 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
   decision.guarded = true;
   decision.exists = exists;
   if (mode == Mode::kEnforce) {
-    HeldReuse held;
-    if (exists && any_held_sessions() && take_held_for_open(st.st_dev, st.st_ino, request.flags, held)) {
-      decision.reuse_fd = held.fd;
-      decision.reuse_end = held.end_of_file;
-      decision.flags = held.effective_flags;
+    if (exists && __builtin_expect(any_held_sessions(), 0) && answered_by_held_session(request, st, decision))
       return;
-    }
     if (exists) {
       refresh_mounts_for(st.st_dev);  // a store mounted after start-up
       decision.refreshed = true;
@@ -193,8 +200,8 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
     decision.facts_decided = true;
     decision.hold = hold_mode_for(decision.facts.kind);
     decision.flags = rewrite_open_flags(request.flags);
-    // A new file on a store without rename: the spool (shim/spool.h).
-    decision.spool = spools(request, decision, exists);
+    // A new file on a store without rename: the spool (shim/spool.h; an existing file is not asked about).
+    decision.spool = !exists && spools(request, decision, exists);
     // A file this process did not start (or no longer holds) cannot be appended to on a write-once
     // store: it is written anew.
     decision.rewrite_existing =

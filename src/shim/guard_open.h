@@ -178,14 +178,22 @@ int reopen_by_rewriting(OpenDecision& decision, bool program_appends, Call&& cal
 // O_APPEND, else 0 (the descriptor appends only if its first open had O_APPEND).
 int reuse_held_descriptor(const OpenRequest& request, const OpenDecision& decision);
 
+// A held session's descriptor, the spool or a file written anew: out of line, so that the frame
+// reopen_by_rewriting needs is not every guarded open's (issue 27).
+template <typename Call>
+[[gnu::noinline]] int open_otherwise(const OpenRequest& request, OpenDecision& decision, Call& call) {
+  int fd = decision.reuse_fd >= 0 ? reuse_held_descriptor(request, decision)
+           : decision.spool       ? open_spooled(request, decision)
+                                  : reopen_by_rewriting(decision, (request.flags & O_APPEND) != 0, call);
+  if (fd == kOpenOnStore) fd = call(decision.flags);
+  return fd;
+}
+
 // Opens as decided with `call(flags)` (the real libc call), then finish_open.
 template <typename Call>
-int open_as_decided(const OpenRequest& request, OpenDecision& decision, Call&& call) {
-  int fd = decision.reuse_fd >= 0      ? reuse_held_descriptor(request, decision)
-           : decision.spool            ? open_spooled(request, decision)
-           : decision.rewrite_existing ? reopen_by_rewriting(decision, (request.flags & O_APPEND) != 0, call)
-                                       : call(decision.flags);
-  if (fd == kOpenOnStore) fd = call(decision.flags);
+[[gnu::always_inline]] inline int open_as_decided(const OpenRequest& request, OpenDecision& decision, Call&& call) {
+  const bool otherwise = decision.reuse_fd >= 0 || decision.spool || decision.rewrite_existing;
+  const int fd = __builtin_expect(otherwise, 0) ? open_otherwise(request, decision, call) : call(decision.flags);
   return finish_open(request, decision, fd);
 }
 
