@@ -274,18 +274,6 @@ namespace {
   return resolve_full_path(dirfd, path, full_path) && table.append_only_mount_of(full_path);
 }
 
-// Whether the relative `path` has no ".", ".." or empty component and does not end with '/' (then it names
-// something under its base directory, as split_normal_path would have it). Short names, nearly all, are
-// scanned here: has_slash_before_slash_or_dot pads them into a buffer first.
-bool plain_relative(std::string_view path) {
-  if (path.empty() || path[0] == '.' || path.back() == '/') return false;
-  if (path.size() > 32) return !has_slash_before_slash_or_dot(path.data(), path.size());
-  for (size_t i = 0; i + 1 < path.size(); ++i) {
-    if (path[i] == '/' && (path[i + 1] == '/' || path[i + 1] == '.')) return false;
-  }
-  return true;
-}
-
 // A relative path: the base directory's name is needed (getcwd, or the dirfd's link), not the joined path.
 [[gnu::noinline]] bool relative_surely_outside_slowly(const MountTable& table, int dirfd,
                                                       std::string_view path, bool plain,
@@ -316,7 +304,7 @@ bool plain_relative(std::string_view path) {
 // Not even the name from a directory this thread found clear of the append-only mounts (mount_guard.h:
 // keyed by the directory's identity, which a chdir or fchdir changes), for a plain relative path (issue 27).
 [[gnu::noinline]] bool relative_surely_outside(const MountTable& table, int dirfd, std::string_view path) {
-  const bool plain = plain_relative(path);
+  const bool plain = plainly_normal_relative(path);
   DirectoryIdentity directory;
   if (plain && directory_known_clear(table, dirfd, directory)) return true;
   return relative_surely_outside_slowly(table, dirfd, path, plain, directory);
