@@ -80,13 +80,6 @@ void notice_unresolvable_path(int dirfd, const char* path, bool no_memory) {
 
 namespace {
 
-// The first bytes of a descriptor's /proc name ("/proc/", "/dev/fd/"): names_a_descriptor tells the rest.
-// Its second byte first: most paths are told by it.
-inline bool starts_like_a_descriptor_name(std::string_view path) {
-  if (path.size() < 6 || (path[1] != 'p' && path[1] != 'd')) return false;
-  return path.starts_with("/proc/") || path.starts_with("/dev/fd/");
-}
-
 // resolve_full_path's work on a path whose length is known; returns the full path's length (0: not
 // resolved).
 size_t make_full_path(int dirfd, std::string_view path, char* out) {
@@ -186,10 +179,9 @@ size_t joined_to_working_directory(std::string_view path, char* out) {
   return join_plainly_normal(out, static_cast<size_t>(n) - 1, path, kMaxPath);
 }
 
-// Any other path (relative, not normal, a descriptor's /proc name, too long), or one that did not match
-// as given: made, then matched.
-[[gnu::noinline]] bool matched_by_made_path(int dirfd, const char* path, size_t length, char* full_path,
-                                            size_t* full_length) {
+}  // namespace
+
+bool matched_by_made_path(int dirfd, const char* path, size_t length, char* full_path, size_t* full_length) {
   const PatternSet& patterns = g_config->paths;
   const std::string_view given(path, length);
   // A relative path already normal, against the working directory: that directory, "/" and the path,
@@ -232,24 +224,6 @@ size_t joined_to_working_directory(std::string_view path, char* out) {
     return true;
   }
   return patterns.needs_full_path() && matched_physically(patterns, full_path, made, full_length);
-}
-
-}  // namespace
-
-bool matched_by_name_slowly(int dirfd, const char* path, size_t length, char* full_path,
-                            size_t* full_length, NameMatch known) {
-  // The common case (PyTorch and safetensors open absolute paths): an absolute path already normal, not a
-  // descriptor's /proc name, is its own full path, copied once; "*.ext" is told by its ending (issue 27),
-  // which the caller may have compared already (`known`). Any other, and a path that does not match (which
-  // may match through a symlinked directory), is made.
-  const std::string_view given(path, length);
-  if (__builtin_expect(full_path != nullptr && length < kMaxPath, 1) &&
-      !starts_like_a_descriptor_name(given) && copy_plainly_normal_absolute(given, full_path) &&
-      (known == NameMatch::kYes || g_config->paths.matches_path(given))) {
-    if (full_length) *full_length = length;
-    return true;
-  }
-  return matched_by_made_path(dirfd, path, length, full_path, full_length);
 }
 
 namespace {
