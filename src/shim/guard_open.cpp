@@ -136,16 +136,6 @@ __attribute__((tls_model("initial-exec"))) constinit thread_local ThreadIdCache 
 
 }  // namespace
 
-WriteOpenTriage write_open_triage(int dirfd, const char* path) {
-  if (!path || InternalScope::active() || current_mode() == Mode::kOff) return {};
-  const size_t length = std::strlen(path);
-  const NameMatch name_may_match = name_match_of(path, length);
-  if (name_may_match == NameMatch::kNo && !g_files.any_live_file() &&
-      surely_off_append_only_mounts(dirfd, path, length))
-    return {};
-  return {length + 1, name_may_match};
-}
-
 void decide_open(const OpenRequest& request, OpenDecision& decision) {
   // `decision` is new (its defaults: nothing decided, issue 27 counts each store here).
   decision.flags = request.flags;

@@ -19,6 +19,7 @@
 #include "core/mount_table.h"
 #include "core/open_flags.h"
 #include "core/write_all.h"
+#include "shim/guarded_paths.h"
 #include "shim/path_scratch.h"
 #include "shim/real_io.h"
 #include "shim/spool.h"
@@ -94,7 +95,16 @@ struct WriteOpenTriage {
   size_t measured_length = 0;  // 0: surely left alone; else strlen(path) + 1
   NameMatch name_may_match = NameMatch::kNo;
 };
-WriteOpenTriage write_open_triage(int dirfd, const char* path);
+// Inline, in open_deciding's frame (issue 27: a frame of its own was every write open's).
+[[gnu::always_inline]] inline WriteOpenTriage write_open_triage(int dirfd, const char* path) {
+  if (!path || InternalScope::active() || current_mode() == Mode::kOff) return {};
+  const size_t length = __builtin_strlen(path);
+  const NameMatch name_may_match = name_match_of(path, length);
+  if (name_may_match == NameMatch::kNo && !g_files.any_live_file() &&
+      surely_off_append_only_mounts(dirfd, path, length))
+    return {};
+  return {length + 1, name_may_match};
+}
 // Called with the real call's result; returns what the hook returns.
 int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd);
 // In a fork child: the thread id finish_open keeps per thread is the parent thread's
