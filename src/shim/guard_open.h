@@ -39,8 +39,8 @@ struct OpenRequest {
 };
 
 struct OpenDecision {
-  // Ordered so that its construction on every write open is a few stores (issue 27): the bytes and ints
-  // first, packed, then the 8-byte fields.
+  // Ordered so that its construction on every guarded open is a few stores (issue 27): the bytes and ints
+  // first, packed, then the 8-byte fields, the two left uninitialized last but the path's lease.
   bool guarded = false;           // track the descriptor the real call returns
   bool trace_only = false;        // matched, but read-only: shown in trace mode, not tracked
   bool existed = false;           // audit mode: the file was there before the open
@@ -62,15 +62,17 @@ struct OpenDecision {
   // child sharing our memory), which finish_open uses rather than asking the kernel again.
   pid_t owner_pid = 0;
   MountFacts facts;
-  uint64_t reuse_end = 0;     // the bytes written in the held session of reuse_fd
   uint64_t written_back = 0;  // rewrite: the existing bytes read and written back after truncating
-  dev_t refreshed_device = 0;
   const MountTable* facts_table = nullptr;
   // Absolute, normalized: a per-thread buffer, not on the stack (shim/path_scratch.h), taken by
   // take_path() only when the path is needed (issue 27: an unmatched write open needs none); null until
   // then, and if no memory could be mapped. Set whenever `guarded` or `trace_only` is.
   char* path = nullptr;
   size_t path_length = 0;  // strlen(path) where decide_open made it with its length known (0: measure it)
+  // Read only beside the field that says they were set (issue 27: left uninitialized, the construction of
+  // the rest is a few vector stores rather than a loop over the whole decision).
+  uint64_t reuse_end;       // reuse_fd >= 0: the bytes written in the held session of reuse_fd
+  dev_t refreshed_device;   // refreshed: the device the mounts were read again for
   // The path made, measured only where its length is not known already (issue 27: a strlen per open).
   std::string_view made_path() const {
     return path_length ? std::string_view(path, path_length) : std::string_view(path);
