@@ -61,7 +61,8 @@ class PatternSet {
     if (path.empty() || path.back() == '/' || path.back() == '.') return NameMatch::kMaybe;
     for (const Pattern& p : patterns_) {
       if (__builtin_expect(path.size() < p.literal_suffix.size(), 0)) {
-        if (p.slash_in_suffix && path[0] != '/' && suffix_ends_with_relative(p, path)) return NameMatch::kMaybe;
+        if (p.slash_in_suffix && path[0] != '/' && suffix_ends_with_relative(p, path))
+          return NameMatch::kMaybe;
       } else if (ends_with_suffix(path, p)) {
         return p.star_then_suffix ? NameMatch::kYes : NameMatch::kMaybe;
       }

@@ -151,10 +151,9 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
   const NameMatch name_may_match =
       request.measured_length ? request.name_may_match : name_match_of(request.path, length);
   // The path buffer is taken only where the path is made (issue 27: an unmatched write open makes none).
-  decision.by_name =
-      name_may_match != NameMatch::kNo && matched_by_name_slowly(request.dirfd, request.path, length,
-                                                                 decision.take_path(), &decision.path_length,
-                                                                 name_may_match);
+  decision.by_name = name_may_match != NameMatch::kNo &&
+                     matched_by_name_slowly(request.dirfd, request.path, length, decision.take_path(),
+                                            &decision.path_length, name_may_match);
   if (!decision.by_name && !(writes && __builtin_expect(g_files.any_live_file(), 0) &&
                              opens_a_tracked_file_slow(request.dirfd, request.path, decision.take_path()))) {
     // Not by name: a write open on an append-only mount is guarded all the same.

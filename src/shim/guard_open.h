@@ -71,8 +71,8 @@ struct OpenDecision {
   size_t path_length = 0;  // strlen(path) where decide_open made it with its length known (0: measure it)
   // Read only beside the field that says they were set (issue 27: left uninitialized, the construction of
   // the rest is a few vector stores rather than a loop over the whole decision).
-  uint64_t reuse_end;       // reuse_fd >= 0: the bytes written in the held session of reuse_fd
-  dev_t refreshed_device;   // refreshed: the device the mounts were read again for
+  uint64_t reuse_end;      // reuse_fd >= 0: the bytes written in the held session of reuse_fd
+  dev_t refreshed_device;  // refreshed: the device the mounts were read again for
   // The path made, measured only where its length is not known already (issue 27: a strlen per open).
   std::string_view made_path() const {
     return path_length ? std::string_view(path, path_length) : std::string_view(path);
@@ -203,9 +203,11 @@ template <typename Call>
 
 // Opens as decided with `call(flags)` (the real libc call), then finish_open.
 template <typename Call>
-[[gnu::always_inline]] inline int open_as_decided(const OpenRequest& request, OpenDecision& decision, Call&& call) {
+[[gnu::always_inline]] inline int open_as_decided(const OpenRequest& request, OpenDecision& decision,
+                                                  Call&& call) {
   const bool otherwise = decision.reuse_fd >= 0 || decision.spool || decision.rewrite_existing;
-  const int fd = __builtin_expect(otherwise, 0) ? open_otherwise(request, decision, call) : call(decision.flags);
+  const int fd =
+      __builtin_expect(otherwise, 0) ? open_otherwise(request, decision, call) : call(decision.flags);
   return finish_open(request, decision, fd);
 }
 

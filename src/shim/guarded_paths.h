@@ -27,8 +27,9 @@ bool descriptor_path(int fd, char* out, size_t capacity);
 // `known`: name_match_of(path, length) when the caller has it (kYes: the name is not compared again).
 // Its common case inline (issue 27: in the caller's frame), any other path out of line:
 // matched_by_made_path.
-[[gnu::always_inline]] inline bool matched_by_name_slowly(int dirfd, const char* path, size_t length, char* full_path,
-                                   size_t* full_length = nullptr, NameMatch known = NameMatch::kMaybe);
+[[gnu::always_inline]] inline bool matched_by_name_slowly(int dirfd, const char* path, size_t length,
+                                                          char* full_path, size_t* full_length = nullptr,
+                                                          NameMatch known = NameMatch::kMaybe);
 // The first bytes of a descriptor's /proc name ("/proc/", "/dev/fd/"): the rest is told out of line. Its
 // second byte first: most paths are told by it.
 [[gnu::always_inline]] inline bool starts_like_a_descriptor_name(std::string_view path) {
@@ -39,8 +40,9 @@ bool descriptor_path(int fd, char* out, size_t capacity);
 // (relative, not normal, a /proc name, too long), or of one that did not match as given: made, then
 // matched.
 bool matched_by_made_path(int dirfd, const char* path, size_t length, char* full_path, size_t* full_length);
-[[gnu::always_inline]] inline bool matched_by_name_slowly(int dirfd, const char* path, size_t length, char* full_path,
-                                   size_t* full_length, NameMatch known) {
+[[gnu::always_inline]] inline bool matched_by_name_slowly(int dirfd, const char* path, size_t length,
+                                                          char* full_path, size_t* full_length,
+                                                          NameMatch known) {
   // The common case (PyTorch and safetensors open absolute paths): an absolute path already normal, not a
   // descriptor's /proc name, is its own full path, copied once; "*.ext" is told by its ending (issue 27),
   // which the caller may have compared already (`known`). Any other, and a path that does not match (which

@@ -140,7 +140,8 @@ TEST_CASE("a plainly normal relative path is joined to its base as it is, and ev
     CAPTURE(path);
     char out[256];
     const size_t n = normalize_path("/w", path, out, sizeof out);
-    const bool normal_by_walk = !path.empty() && path[0] != '/' && n > 0 && std::string(out, n) == "/w/" + path;
+    const bool normal_by_walk =
+        !path.empty() && path[0] != '/' && n > 0 && std::string(out, n) == "/w/" + path;
     if (!plainly_normal_relative(path)) {
       // Conservative only for a component starting with '.' (".hidden", "...", a trailing ".").
       if (normal_by_walk) REQUIRE((path[0] == '.' || path.find("/.") != std::string::npos));
@@ -156,8 +157,9 @@ TEST_CASE("a plainly normal relative path is joined to its base as it is, and ev
     CAPTURE(path);
     CHECK(plainly_normal_relative(path));
   }
-  for (const char* path : {"", "/a", ".", "..", "./a", "../a", ".h", "a/", "a//b", "a/./b", "a/../b", "a/.h",
-                           "a/.", "x/0123456789abcdef/0123456789abcdef/.h", "x/0123456789abcdef/0123456789abc//y"}) {
+  for (const char* path :
+       {"", "/a", ".", "..", "./a", "../a", ".h", "a/", "a//b", "a/./b", "a/../b", "a/.h", "a/.",
+        "x/0123456789abcdef/0123456789abcdef/.h", "x/0123456789abcdef/0123456789abc//y"}) {
     CAPTURE(path);
     CHECK_FALSE(plainly_normal_relative(path));
   }
