@@ -21,6 +21,9 @@ bool glob_match(std::string_view pattern, std::string_view text);
 // the bound the tests and the fuzz target check (matching never backtracks).
 bool glob_match(std::string_view pattern, std::string_view text, size_t& steps);
 
+// What a path's ending tells of the patterns (PatternSet::name_match).
+enum class NameMatch : uint8_t { kNo, kMaybe, kYes };
+
 class PatternSet {
  public:
   // Colon-separated list. Returns an empty string on success, else the reason (naming the bad pattern).
@@ -47,22 +50,27 @@ class PatternSet {
     }
     return false;
   }
-  // False when no pattern can match a path ending like `path` (as given to open, before normalization):
-  // each pattern's literal suffix must end it, or, for a relative path shorter than the suffix, end with
-  // "/" and the path (the rest may be the base directory's). Rejects most paths with one comparison per
-  // pattern.
-  bool could_match(std::string_view path) const {
+  // What the ending of `path` (as given to open, before normalization) tells: kNo when no pattern can
+  // match a path ending like it (each pattern's literal suffix must end it, or, for a relative path shorter
+  // than the suffix, end with "/" and the path: the rest may be the base directory's); kYes when the first
+  // pattern whose suffix ends it is a "*.ext" one, so that matches_path(path) is true (the path, if it is
+  // its own full path, matches: issue 27, an open's suffix compared once); else kMaybe. Rejects most paths
+  // with one comparison per pattern.
+  [[gnu::always_inline]] NameMatch name_match(std::string_view path) const {
     // Normalization may change how a path ends only when it ends with "/" or ".".
-    if (path.empty() || path.back() == '/' || path.back() == '.') return true;
+    if (path.empty() || path.back() == '/' || path.back() == '.') return NameMatch::kMaybe;
     for (const Pattern& p : patterns_) {
       if (__builtin_expect(path.size() < p.literal_suffix.size(), 0)) {
-        if (p.slash_in_suffix && path[0] != '/' && suffix_ends_with_relative(p, path)) return true;
+        if (p.slash_in_suffix && path[0] != '/' && suffix_ends_with_relative(p, path))
+          return NameMatch::kMaybe;
       } else if (ends_with_suffix(path, p)) {
-        return true;
+        return p.star_then_suffix ? NameMatch::kYes : NameMatch::kMaybe;
       }
     }
-    return false;
+    return NameMatch::kNo;
   }
+  // False when no pattern can match a path ending like `path` (name_match's kNo).
+  bool could_match(std::string_view path) const { return name_match(path) != NameMatch::kNo; }
   size_t size() const { return patterns_.size(); }
 
  private:

@@ -7,13 +7,6 @@
 
 namespace appendguard {
 
-int rewrite_open_flags(int flags) {
-  if (!is_write_open(flags)) return flags;
-  if ((flags & O_ACCMODE) == O_RDWR) return (flags & ~O_ACCMODE) | O_WRONLY | O_APPEND;
-  if ((flags & O_ACCMODE) == O_WRONLY && !(flags & O_TRUNC)) return flags | O_APPEND;
-  return flags;
-}
-
 int rewrite_open_flags_by_truncation(int flags) {
   return (flags & ~(O_ACCMODE | O_APPEND)) | O_WRONLY | O_TRUNC;
 }

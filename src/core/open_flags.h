@@ -13,8 +13,14 @@ inline bool is_write_open(int flags) {
 }
 
 // Enforce mode: O_RDWR becomes O_WRONLY|O_APPEND; any other write open that does not truncate gets
-// O_APPEND (on HDFS a plain O_WRONLY open replaces the file). Every other flag is kept.
-int rewrite_open_flags(int flags);
+// O_APPEND (on HDFS a plain O_WRONLY open replaces the file). Every other flag is kept. Inline: every
+// guarded open asks (issue 27).
+inline int rewrite_open_flags(int flags) {
+  if (!is_write_open(flags)) return flags;
+  if ((flags & O_ACCMODE) == O_RDWR) return (flags & ~O_ACCMODE) | O_WRONLY | O_APPEND;
+  if ((flags & O_ACCMODE) == O_WRONLY && !(flags & O_TRUNC)) return flags | O_APPEND;
+  return flags;
+}
 
 // A write open that keeps what the file holds (no O_TRUNC): the case APPENDGUARD_REOPEN decides.
 inline bool keeps_existing_bytes(int flags) {

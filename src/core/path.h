@@ -33,6 +33,19 @@ inline bool plainly_normal_absolute(std::string_view s) {
   return s.size() == 1 || (s.back() != '/' && !has_slash_before_slash_or_dot(s.data(), s.size()));
 }
 
+// Whether `s` is relative and surely names something under the base it is joined to, as normalize_path
+// joins it to a normal base: not empty, not starting with '.' or '/', no '/' followed by '/' or '.' and no
+// trailing '/' (no empty, "." or ".." component; conservative: "a/.hidden" is said not to be). Short paths,
+// nearly all, are scanned here: has_slash_before_slash_or_dot pads them into a buffer first.
+inline bool plainly_normal_relative(std::string_view s) {
+  if (s.empty() || s[0] == '.' || s[0] == '/' || s.back() == '/') return false;
+  if (s.size() > 32) return !has_slash_before_slash_or_dot(s.data(), s.size());
+  for (size_t i = 0; i + 1 < s.size(); ++i) {
+    if (s[i] == '/' && (s[i + 1] == '/' || s[i + 1] == '.')) return false;
+  }
+  return true;
+}
+
 // plainly_normal_absolute(path) and, when true, `path` and a NUL copied into out[0..path.size()]: the test
 // and the copy in one pass over the bytes (issue 27: a guarded open's path is its own full path). `out`
 // (at least path.size() + 1 bytes) may be written to either way.
@@ -60,10 +73,7 @@ inline bool split_normal_path(std::string_view base, std::string_view path, Spli
     out = {path, {}};
     return true;
   }
-  if (path[0] == '.' || path.back() == '/' || has_slash_before_slash_or_dot(path.data(), path.size()) ||
-      !plainly_normal_absolute(base)) {
-    return false;
-  }
+  if (!plainly_normal_relative(path) || !plainly_normal_absolute(base)) return false;
   out = {base, path};
   return true;
 }

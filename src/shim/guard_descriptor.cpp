@@ -130,7 +130,8 @@ int close_tracked(int fd) {
   // A spooled file's last descriptor: its bytes go to the store now (shim/spool.h).
   if (any_spooled() && g_files.is_last_descriptor_of_file(fd) && upload_spooled_at_close(fd, d) != 0)
     upload_error = errno;
-  if (g_config->mode == Mode::kEnforce) remember_closed_on_store(d);
+  // A store that renames (as the open found it) has nothing to remember: not called (issue 27).
+  if (g_config->mode == Mode::kEnforce && d->store_renames != StoreRenames::kYes) remember_closed_on_store(d);
   const bool rewritten = rewritten_open(d) && !reported_already(d, kStoreRefusalReported);
   if (__builtin_expect(traced || rewritten, 0))
     return close_reporting(fd, d, traced, rewritten, upload_error);

@@ -122,16 +122,19 @@ __attribute__((tls_model("initial-exec"))) constinit thread_local ThreadIdCache 
                                 : "");
 }
 
-}  // namespace
-
-WriteOpenTriage write_open_triage(int dirfd, const char* path) {
-  if (!path || InternalScope::active() || current_mode() == Mode::kOff) return {0, false};
-  const size_t length = std::strlen(path);
-  const bool name_may_match = may_match_by_name(path, length);
-  if (!name_may_match && !g_files.any_live_file() && surely_off_append_only_mounts(dirfd, path, length))
-    return {0, false};
-  return {length + 1, name_may_match};
+// A held session of the file answers this write open (shim/held_sessions.h): out of line, its record
+// is not in decide_open's frame.
+[[gnu::noinline]] bool answered_by_held_session(const OpenRequest& request, const struct stat64& st,
+                                                OpenDecision& decision) {
+  HeldReuse held;
+  if (!take_held_for_open(st.st_dev, st.st_ino, request.flags, held)) return false;
+  decision.reuse_fd = held.fd;
+  decision.reuse_end = held.end_of_file;
+  decision.flags = held.effective_flags;
+  return true;
 }
+
+}  // namespace
 
 void decide_open(const OpenRequest& request, OpenDecision& decision) {
   // `decision` is new (its defaults: nothing decided, issue 27 counts each store here).
@@ -145,11 +148,12 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
   if (!writes && !g_config->trace) return;
   // Measured by write_open_triage when the hook asked it.
   const size_t length = request.measured_length ? request.measured_length - 1 : std::strlen(request.path);
-  const bool name_may_match =
-      request.measured_length ? request.name_may_match : may_match_by_name(request.path, length);
+  const NameMatch name_may_match =
+      request.measured_length ? request.name_may_match : name_match_of(request.path, length);
   // The path buffer is taken only where the path is made (issue 27: an unmatched write open makes none).
-  decision.by_name = name_may_match && matched_by_name_slowly(request.dirfd, request.path, length,
-                                                              decision.take_path(), &decision.path_length);
+  decision.by_name = name_may_match != NameMatch::kNo &&
+                     matched_by_name_slowly(request.dirfd, request.path, length, decision.take_path(),
+                                            &decision.path_length, name_may_match);
   if (!decision.by_name && !(writes && __builtin_expect(g_files.any_live_file(), 0) &&
                              opens_a_tracked_file_slow(request.dirfd, request.path, decision.take_path()))) {
     // Not by name: a write open on an append-only mount is guarded all the same.
@@ -172,13 +176,8 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
   decision.guarded = true;
   decision.exists = exists;
   if (mode == Mode::kEnforce) {
-    HeldReuse held;
-    if (exists && any_held_sessions() && take_held_for_open(st.st_dev, st.st_ino, request.flags, held)) {
-      decision.reuse_fd = held.fd;
-      decision.reuse_end = held.end_of_file;
-      decision.flags = held.effective_flags;
+    if (exists && __builtin_expect(any_held_sessions(), 0) && answered_by_held_session(request, st, decision))
       return;
-    }
     if (exists) {
       refresh_mounts_for(st.st_dev);  // a store mounted after start-up
       decision.refreshed = true;
@@ -186,12 +185,12 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
     }
     // The mount holding the path, looked up once (issue 27); the table read before: a change is seen.
     decision.facts_table = g_all_mounts.load(std::memory_order_acquire);
-    if (decision.facts_table) decision.facts = decision.facts_table->facts_of(decision.path);
+    if (decision.facts_table) decision.facts = decision.facts_table->facts_of(decision.made_path());
     decision.facts_decided = true;
     decision.hold = hold_mode_for(decision.facts.kind);
     decision.flags = rewrite_open_flags(request.flags);
-    // A new file on a store without rename: the spool (shim/spool.h).
-    decision.spool = spools(request, decision, exists);
+    // A new file on a store without rename: the spool (shim/spool.h; an existing file is not asked about).
+    decision.spool = !exists && spools(request, decision, exists);
     // A file this process did not start (or no longer holds) cannot be appended to on a write-once
     // store: it is written anew.
     decision.rewrite_existing =
@@ -272,7 +271,7 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
     // Looked up already, unless the table changed since (this open's new device, or another thread's).
     const MountTable* table = g_all_mounts.load(std::memory_order_acquire);
     if (!decision.facts_decided || table != decision.facts_table) {
-      facts = table ? table->facts_of(decision.path) : MountFacts{};
+      facts = table ? table->facts_of(decision.made_path()) : MountFacts{};
       facts_known = true;
       decision_hold_after_open = hold_mode_for(facts.kind);
     }

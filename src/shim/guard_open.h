@@ -11,12 +11,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "core/carried_fds.h"
 #include "core/file_table.h"
+#include "core/glob.h"
 #include "core/mount_table.h"
 #include "core/open_flags.h"
 #include "core/write_all.h"
+#include "shim/guarded_paths.h"
 #include "shim/path_scratch.h"
 #include "shim/real_io.h"
 #include "shim/spool.h"
@@ -29,10 +32,10 @@ struct OpenRequest {
   int dirfd;             // AT_FDCWD unless openat
   const char* path;
   int flags;
-  // What write_open_triage measured, for decide_open: strlen(path) + 1 (0: not measured), and whether a
-  // pattern may match the name.
+  // What write_open_triage measured, for decide_open: strlen(path) + 1 (0: not measured), and what the
+  // name's ending tells of the patterns (kYes: a "*.ext" pattern matches it as given).
   size_t measured_length = 0;
-  bool name_may_match = false;
+  NameMatch name_may_match = NameMatch::kNo;
   // The open hook's canonical frame address (the program's call; every frame between it and finish_open
   // is this library's), where the open's site is read back from the stack (report/site_chains.h); 0: not
   // known (the site's recording uses its own).
@@ -40,8 +43,8 @@ struct OpenRequest {
 };
 
 struct OpenDecision {
-  // Ordered so that its construction on every write open is a few stores (issue 27): the bytes and ints
-  // first, packed, then the 8-byte fields.
+  // Ordered so that its construction on every guarded open is a few stores (issue 27): the bytes and ints
+  // first, packed, then the 8-byte fields, the two left uninitialized last but the path's lease.
   bool guarded = false;           // track the descriptor the real call returns
   bool trace_only = false;        // matched, but read-only: shown in trace mode, not tracked
   bool existed = false;           // audit mode: the file was there before the open
@@ -63,15 +66,21 @@ struct OpenDecision {
   // child sharing our memory), which finish_open uses rather than asking the kernel again.
   pid_t owner_pid = 0;
   MountFacts facts;
-  uint64_t reuse_end = 0;     // the bytes written in the held session of reuse_fd
   uint64_t written_back = 0;  // rewrite: the existing bytes read and written back after truncating
-  dev_t refreshed_device = 0;
   const MountTable* facts_table = nullptr;
   // Absolute, normalized: a per-thread buffer, not on the stack (shim/path_scratch.h), taken by
   // take_path() only when the path is needed (issue 27: an unmatched write open needs none); null until
   // then, and if no memory could be mapped. Set whenever `guarded` or `trace_only` is.
   char* path = nullptr;
   size_t path_length = 0;  // strlen(path) where decide_open made it with its length known (0: measure it)
+  // Read only beside the field that says they were set (issue 27: left uninitialized, the construction of
+  // the rest is a few vector stores rather than a loop over the whole decision).
+  uint64_t reuse_end;      // reuse_fd >= 0: the bytes written in the held session of reuse_fd
+  dev_t refreshed_device;  // refreshed: the device the mounts were read again for
+  // The path made, measured only where its length is not known already (issue 27: a strlen per open).
+  std::string_view made_path() const {
+    return path_length ? std::string_view(path, path_length) : std::string_view(path);
+  }
   char* take_path() {
     if (!path) path = path_buffer_.get();
     return path;
@@ -89,10 +98,19 @@ void decide_open(const OpenRequest& request, OpenDecision& decision);
 // append-only mount (or the library is off for it). decide_open's own first test of a write open; the open
 // hooks ask it before making a decision (issue 27).
 struct WriteOpenTriage {
-  size_t measured_length;  // 0: surely left alone; else strlen(path) + 1
-  bool name_may_match;
+  size_t measured_length = 0;  // 0: surely left alone; else strlen(path) + 1
+  NameMatch name_may_match = NameMatch::kNo;
 };
-WriteOpenTriage write_open_triage(int dirfd, const char* path);
+// Inline, in open_deciding's frame (issue 27: a frame of its own was every write open's).
+[[gnu::always_inline]] inline WriteOpenTriage write_open_triage(int dirfd, const char* path) {
+  if (!path || InternalScope::active() || current_mode() == Mode::kOff) return {};
+  const size_t length = __builtin_strlen(path);
+  const NameMatch name_may_match = name_match_of(path, length);
+  if (name_may_match == NameMatch::kNo && !g_files.any_live_file() &&
+      surely_off_append_only_mounts(dirfd, path, length))
+    return {};
+  return {length + 1, name_may_match};
+}
 // Called with the real call's result; returns what the hook returns.
 int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd);
 // In a fork child: the thread id finish_open keeps per thread is the parent thread's
@@ -176,14 +194,24 @@ int reopen_by_rewriting(OpenDecision& decision, bool program_appends, Call&& cal
 // O_APPEND, else 0 (the descriptor appends only if its first open had O_APPEND).
 int reuse_held_descriptor(const OpenRequest& request, const OpenDecision& decision);
 
+// A held session's descriptor, the spool or a file written anew: out of line, so that the frame
+// reopen_by_rewriting needs is not every guarded open's (issue 27).
+template <typename Call>
+[[gnu::noinline]] int open_otherwise(const OpenRequest& request, OpenDecision& decision, Call& call) {
+  int fd = decision.reuse_fd >= 0 ? reuse_held_descriptor(request, decision)
+           : decision.spool       ? open_spooled(request, decision)
+                                  : reopen_by_rewriting(decision, (request.flags & O_APPEND) != 0, call);
+  if (fd == kOpenOnStore) fd = call(decision.flags);
+  return fd;
+}
+
 // Opens as decided with `call(flags)` (the real libc call), then finish_open.
 template <typename Call>
-int open_as_decided(const OpenRequest& request, OpenDecision& decision, Call&& call) {
-  int fd = decision.reuse_fd >= 0      ? reuse_held_descriptor(request, decision)
-           : decision.spool            ? open_spooled(request, decision)
-           : decision.rewrite_existing ? reopen_by_rewriting(decision, (request.flags & O_APPEND) != 0, call)
-                                       : call(decision.flags);
-  if (fd == kOpenOnStore) fd = call(decision.flags);
+[[gnu::always_inline]] inline int open_as_decided(const OpenRequest& request, OpenDecision& decision,
+                                                  Call&& call) {
+  const bool otherwise = decision.reuse_fd >= 0 || decision.spool || decision.rewrite_existing;
+  const int fd =
+      __builtin_expect(otherwise, 0) ? open_otherwise(request, decision, call) : call(decision.flags);
   return finish_open(request, decision, fd);
 }
 

@@ -80,13 +80,6 @@ void notice_unresolvable_path(int dirfd, const char* path, bool no_memory) {
 
 namespace {
 
-// The first bytes of a descriptor's /proc name ("/proc/", "/dev/fd/"): names_a_descriptor tells the rest.
-// Its second byte first: most paths are told by it.
-inline bool starts_like_a_descriptor_name(std::string_view path) {
-  if (path.size() < 6 || (path[1] != 'p' && path[1] != 'd')) return false;
-  return path.starts_with("/proc/") || path.starts_with("/dev/fd/");
-}
-
 // resolve_full_path's work on a path whose length is known; returns the full path's length (0: not
 // resolved).
 size_t make_full_path(int dirfd, std::string_view path, char* out) {
@@ -186,10 +179,9 @@ size_t joined_to_working_directory(std::string_view path, char* out) {
   return join_plainly_normal(out, static_cast<size_t>(n) - 1, path, kMaxPath);
 }
 
-// Any other path (relative, not normal, a descriptor's /proc name, too long), or one that did not match
-// as given: made, then matched.
-[[gnu::noinline]] bool matched_by_made_path(int dirfd, const char* path, size_t length, char* full_path,
-                                            size_t* full_length) {
+}  // namespace
+
+bool matched_by_made_path(int dirfd, const char* path, size_t length, char* full_path, size_t* full_length) {
   const PatternSet& patterns = g_config->paths;
   const std::string_view given(path, length);
   // A relative path already normal, against the working directory: that directory, "/" and the path,
@@ -234,23 +226,6 @@ size_t joined_to_working_directory(std::string_view path, char* out) {
   return patterns.needs_full_path() && matched_physically(patterns, full_path, made, full_length);
 }
 
-}  // namespace
-
-bool matched_by_name_slowly(int dirfd, const char* path, size_t length, char* full_path,
-                            size_t* full_length) {
-  // The common case (PyTorch and safetensors open absolute paths): an absolute path already normal, not a
-  // descriptor's /proc name, is its own full path, copied once; "*.ext" is told by its ending (issue 27).
-  // Any other, and a path that does not match (which may match through a symlinked directory), is made.
-  const std::string_view given(path, length);
-  if (__builtin_expect(full_path != nullptr && length < kMaxPath, 1) &&
-      !starts_like_a_descriptor_name(given) && copy_plainly_normal_absolute(given, full_path) &&
-      g_config->paths.matches_path(given)) {
-    if (full_length) *full_length = length;
-    return true;
-  }
-  return matched_by_made_path(dirfd, path, length, full_path, full_length);
-}
-
 namespace {
 
 // Whether the split path may be a descriptor's /proc name (resolve_full_path reads its link): under /proc
@@ -271,18 +246,6 @@ namespace {
 [[gnu::noinline]] bool on_append_only_mount_slowly(int dirfd, const char* path, char* full_path,
                                                    const MountTable& table) {
   return resolve_full_path(dirfd, path, full_path) && table.append_only_mount_of(full_path);
-}
-
-// Whether the relative `path` has no ".", ".." or empty component and does not end with '/' (then it names
-// something under its base directory, as split_normal_path would have it). Short names, nearly all, are
-// scanned here: has_slash_before_slash_or_dot pads them into a buffer first.
-bool plain_relative(std::string_view path) {
-  if (path.empty() || path[0] == '.' || path.back() == '/') return false;
-  if (path.size() > 32) return !has_slash_before_slash_or_dot(path.data(), path.size());
-  for (size_t i = 0; i + 1 < path.size(); ++i) {
-    if (path[i] == '/' && (path[i + 1] == '/' || path[i + 1] == '.')) return false;
-  }
-  return true;
 }
 
 // A relative path: the base directory's name is needed (getcwd, or the dirfd's link), not the joined path.
@@ -315,7 +278,7 @@ bool plain_relative(std::string_view path) {
 // Not even the name from a directory this thread found clear of the append-only mounts (mount_guard.h:
 // keyed by the directory's identity, which a chdir or fchdir changes), for a plain relative path (issue 27).
 [[gnu::noinline]] bool relative_surely_outside(const MountTable& table, int dirfd, std::string_view path) {
-  const bool plain = plain_relative(path);
+  const bool plain = plainly_normal_relative(path);
   DirectoryIdentity directory;
   if (plain && directory_known_clear(table, dirfd, directory)) return true;
   return relative_surely_outside_slowly(table, dirfd, path, plain, directory);

@@ -3,7 +3,10 @@
 #pragma once
 
 #include <cstddef>
+#include <string_view>
 
+#include "core/glob.h"
+#include "core/path.h"
 #include "shim/runtime.h"
 
 namespace appendguard {
@@ -21,12 +24,48 @@ bool descriptor_path(int fd, char* out, size_t capacity);
 // here, inline; a name ending like a pattern, or with a digit (a descriptor's /proc name), goes on.
 // An absolute path already normal (the common case) is copied once into `full_path`, and its length is
 // what `full_length` (when given) receives on a match: strlen(full_path).
-bool matched_by_name_slowly(int dirfd, const char* path, size_t length, char* full_path,
-                            size_t* full_length = nullptr);
+// `known`: name_match_of(path, length) when the caller has it (kYes: the name is not compared again).
+// Its common case inline (issue 27: in the caller's frame), any other path out of line:
+// matched_by_made_path.
+[[gnu::always_inline]] inline bool matched_by_name_slowly(int dirfd, const char* path, size_t length,
+                                                          char* full_path, size_t* full_length = nullptr,
+                                                          NameMatch known = NameMatch::kMaybe);
+// The first bytes of a descriptor's /proc name ("/proc/", "/dev/fd/"): the rest is told out of line. Its
+// second byte first: most paths are told by it.
+[[gnu::always_inline]] inline bool starts_like_a_descriptor_name(std::string_view path) {
+  if (path.size() < 6 || (path[1] != 'p' && path[1] != 'd')) return false;
+  return path.starts_with("/proc/") || path.starts_with("/dev/fd/");
+}
+// matched_by_name_slowly of any path but an absolute one already normal, not a descriptor's /proc name
+// (relative, not normal, a /proc name, too long), or of one that did not match as given: made, then
+// matched.
+bool matched_by_made_path(int dirfd, const char* path, size_t length, char* full_path, size_t* full_length);
+[[gnu::always_inline]] inline bool matched_by_name_slowly(int dirfd, const char* path, size_t length,
+                                                          char* full_path, size_t* full_length,
+                                                          NameMatch known) {
+  // The common case (PyTorch and safetensors open absolute paths): an absolute path already normal, not a
+  // descriptor's /proc name, is its own full path, copied once; "*.ext" is told by its ending (issue 27),
+  // which the caller may have compared already (`known`). Any other, and a path that does not match (which
+  // may match through a symlinked directory), is made.
+  const std::string_view given(path, length);
+  if (__builtin_expect(full_path != nullptr && length < kMaxPath, 1) &&
+      !starts_like_a_descriptor_name(given) && copy_plainly_normal_absolute(given, full_path) &&
+      (known == NameMatch::kYes || g_config->paths.matches_path(given))) {
+    if (full_length) *full_length = length;
+    return true;
+  }
+  return matched_by_made_path(dirfd, path, length, full_path, full_length);
+}
+// What the name's ending tells without a path buffer (PatternSet::name_match): kNo when matched_by_name is
+// surely false; a name ending with a digit may be a descriptor's /proc name (its target is matched).
+[[gnu::always_inline]] inline NameMatch name_match_of(const char* path, size_t length) {
+  const char last = length ? path[length - 1] : '\0';
+  if (last >= '0' && last <= '9') return NameMatch::kMaybe;
+  return g_config->paths.name_match({path, length});
+}
 // False when matched_by_name is surely false, without a path buffer.
 inline bool may_match_by_name(const char* path, size_t length) {
-  const char last = length ? path[length - 1] : '\0';
-  return (last >= '0' && last <= '9') || g_config->paths.could_match({path, length});
+  return name_match_of(path, length) != NameMatch::kNo;
 }
 inline bool matched_by_name(int dirfd, const char* path, size_t length, char* full_path) {
   if (!may_match_by_name(path, length)) return false;

@@ -29,7 +29,7 @@ namespace {
 // the open's site is read back from the stack above it (OpenRequest::cfa).
 template <typename Call>
 [[gnu::noinline]] int open_with_decision(const char* function, int dirfd, const char* path, int flags,
-                                         Call call, WriteOpenTriage triage = {0, false}) {
+                                         Call call, WriteOpenTriage triage = {}) {
   OpenRequest request{
       function, dirfd, path, flags, triage.measured_length, triage.name_may_match, APPENDGUARD_OPEN_CFA()};
   OpenDecision decision;
@@ -94,15 +94,29 @@ inline bool read_only_open_of_no_interest(int flags) {
   return !is_write_open(flags) && !g_config->trace && !any_held_sessions();
 }
 
-// Every open but a read-only one of no interest in a settled mode: the first open may initialize.
+// open_slow's other opens: a read-only one (traced, or with held sessions), or any before the mode is
+// settled (the first open may initialize).
 template <typename Call>
-[[gnu::noinline]] int open_slow(const char* function, int dirfd, const char* path, int flags, Call call) {
+[[gnu::noinline]] int open_slow_otherwise(const char* function, int dirfd, const char* path, int flags,
+                                          Call call) {
   if (current_mode() == Mode::kOff) return call(flags);
   if (!is_write_open(flags) && !g_config->trace) {
     if (any_held_sessions()) commit_held_before_read(dirfd, path);
     return forget_if_stale(call(flags));
   }
   return open_deciding(function, dirfd, path, flags, call);
+}
+
+// Every open but a read-only one of no interest in a settled mode. A write open in a settled mode goes on
+// to open_deciding without a frame of its own (issue 27: every write open's); any other, out of line.
+template <typename Call>
+[[gnu::noinline]] int open_slow(const char* function, int dirfd, const char* path, int flags, Call call) {
+  const int state = g_runtime_state.load(std::memory_order_acquire);
+  const bool settled =
+      state == static_cast<int>(RuntimeState::kEnforce) || state == static_cast<int>(RuntimeState::kAudit);
+  if (__builtin_expect(settled && is_write_open(flags), 1))
+    return open_deciding(function, dirfd, path, flags, call);
+  return open_slow_otherwise(function, dirfd, path, flags, call);
 }
 
 template <typename Call>

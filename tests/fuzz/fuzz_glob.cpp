@@ -102,6 +102,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // relative to its directory).
     const bool by_path = set.matches_path(text);
     FUZZ_CHECK(by_path == set.matches(text, appendguard::file_name_of(text)));
+    // name_match's kYes spares a guarded open the path's comparison: it must be a match.
+    if (set.name_match(text) == appendguard::NameMatch::kYes) FUZZ_CHECK(by_path);
     if (by_path && !text.empty() && text[0] == '/' && text.find("//") == std::string_view::npos &&
         text.find("/.") == std::string_view::npos) {
       FUZZ_CHECK(set.could_match(text));

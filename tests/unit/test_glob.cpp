@@ -94,6 +94,34 @@ TEST_CASE("could_match rejects by the literal suffix, conservatively") {
   CHECK_FALSE(named.could_match("ckpt.bim"));
 }
 
+TEST_CASE("name_match says kYes only where matches_path is true, kNo where could_match is false") {
+  PatternSet set;
+  REQUIRE(set.compile("*.safetensors:/data/**/*.bin").empty());
+  CHECK(set.name_match("/tmp/model.safetensors") == NameMatch::kYes);  // "*.ext": its suffix decides
+  CHECK(set.name_match("model.safetensors") == NameMatch::kYes);
+  CHECK(set.name_match("/data/run/x.bin") == NameMatch::kMaybe);  // a pattern with '/': the path decides
+  CHECK(set.name_match("/tmp/x.bin") == NameMatch::kMaybe);
+  CHECK(set.name_match("/tmp/x.txt") == NameMatch::kNo);
+  CHECK(set.name_match("/tmp/dir/") == NameMatch::kMaybe);  // normalization could change the ending
+  CHECK(set.name_match("/tmp/x.safetensors/.") == NameMatch::kMaybe);
+  PatternSet bracket;
+  REQUIRE(bracket.compile("*.pt[h]").empty());
+  CHECK(bracket.name_match("/tmp/x.pth") == NameMatch::kMaybe);  // a bracket: not a plain suffix
+  // The first pattern whose suffix ends the path says: a later "*.ext" one is not looked at (kMaybe is
+  // always safe).
+  PatternSet suffix_after;
+  REQUIRE(suffix_after.compile("/data/**/*.bin:*.bin").empty());
+  CHECK(suffix_after.name_match("/tmp/x.bin") == NameMatch::kMaybe);
+  for (const char* path : {"/tmp/model.safetensors", "/a/.safetensors", "/x/y.bin", "/x.txt",
+                           "rel/model.safetensors", "/data/q/x.bin", "/tmp/a.safetensors.tmp"}) {
+    INFO(path);
+    const NameMatch verdict = set.name_match(path);
+    if (verdict == NameMatch::kYes) CHECK(set.matches_path(path));
+    CHECK((verdict != NameMatch::kNo) == set.could_match(path));
+    if (verdict == NameMatch::kNo) CHECK_FALSE(set.matches_path(path));
+  }
+}
+
 TEST_CASE("matching never backtracks: steps bounded by pattern times text, whatever the stars") {
   // Issue 13: the recursive matcher took over 30 s on this pair (exponential in the stars).
   const std::string pattern = "*a*a*a*a*a*a*a*a*b*c";

@@ -131,6 +131,40 @@ TEST_CASE("paths normalization would change are not split") {
   CHECK_FALSE(split_normal_path("/w/../v", "a", s));
 }
 
+TEST_CASE("a plainly normal relative path is joined to its base as it is, and every other is refused") {
+  // One test for split_normal_path and the working directory's clear cache (shim/guarded_paths.cpp).
+  std::mt19937 random(2728);
+  size_t plain = 0;
+  for (int i = 0; i < 100000; ++i) {
+    const std::string path = random_path(random, random() % 8 == 0);
+    CAPTURE(path);
+    char out[256];
+    const size_t n = normalize_path("/w", path, out, sizeof out);
+    const bool normal_by_walk =
+        !path.empty() && path[0] != '/' && n > 0 && std::string(out, n) == "/w/" + path;
+    if (!plainly_normal_relative(path)) {
+      // Conservative only for a component starting with '.' (".hidden", "...", a trailing ".").
+      if (normal_by_walk) REQUIRE((path[0] == '.' || path.find("/.") != std::string::npos));
+      continue;
+    }
+    ++plain;
+    REQUIRE(normal_by_walk);
+    SplitPath s;
+    REQUIRE(split_normal_path("/w", path, s));
+  }
+  CHECK(plain > 10000);
+  for (const char* path : {"a", "a/b", "a.b/c.d", "x/0123456789abcdef/0123456789abcdef/y", "a b/c"}) {
+    CAPTURE(path);
+    CHECK(plainly_normal_relative(path));
+  }
+  for (const char* path :
+       {"", "/a", ".", "..", "./a", "../a", ".h", "a/", "a//b", "a/./b", "a/../b", "a/.h", "a/.",
+        "x/0123456789abcdef/0123456789abcdef/.h", "x/0123456789abcdef/0123456789abc//y"}) {
+    CAPTURE(path);
+    CHECK_FALSE(plainly_normal_relative(path));
+  }
+}
+
 TEST_CASE("the vector test of '/' before '/' or '.' is the byte-by-byte one, at every length and place") {
   // Issue 27: windows of 16 and (with AVX2) 32 pairs, the last one overlapping the end; the buffer ends
   // where the path does, so that a read past it would be seen by the sanitizers.
