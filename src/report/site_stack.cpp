@@ -16,7 +16,7 @@
 
 namespace appendguard {
 
-constinit thread_local SiteChains* t_site_chains = nullptr;
+__attribute__((tls_model("initial-exec"))) constinit thread_local SiteChains* t_site_chains = nullptr;
 
 namespace {
 
