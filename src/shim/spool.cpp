@@ -350,8 +350,7 @@ char* copy_string(const char* s) {
 
 void remember_closed_on_store(const Description* d) {
   // As the open found it (issue 27: every guarded close looked the mount up); an adopted descriptor's is
-  // looked up.
-  if (d->store_renames == StoreRenames::kYes) return;
+  // looked up. A store that renames (kYes) is the caller's test (close_tracked): not made again here.
   if (d->store_renames == StoreRenames::kUnknown) {
     const MountTable* table = g_all_mounts.load(std::memory_order_acquire);
     if (!table || table->renames_at({d->path, d->path_length})) return;

@@ -62,7 +62,7 @@ bool unlink_spooled_name(int dirfd, const char* path);
 
 // close_tracked: a file this process wrote on a store without rename is closed; remembered (the last 64),
 // so that a rename of it that the store refuses is carried out (DCP's .metadata.tmp is fsync'ed, so its
-// session is not held).
+// session is not held). Called only for a file not on a store that renames (d->store_renames != kYes).
 void remember_closed_on_store(const Description* d);
 
 // close_tracked: the last descriptor of a spooled file closes. Uploads it under its own name (never
