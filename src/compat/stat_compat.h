@@ -7,7 +7,8 @@
 namespace appendguard::compat {
 
 // The system calls of these (and of fstatat64/stat64, defined here for glibc before 2.33) go through
-// libc's syscall() once the shim passes it; before, through the library's own `syscall`.
+// libc's syscall() once the shim passes it; before, through the library's own `syscall`. fstatat64 (and
+// stat64) go through libc's own fstatat64 from then on where libc has one (glibc 2.33+).
 void use_libc_syscall(long (*libc_syscall)(long, ...)) noexcept;
 int fstat_by_syscall(int fd, struct stat* st) noexcept;
 int fstat64_by_syscall(int fd, struct stat64* st) noexcept;
