@@ -34,17 +34,13 @@
 
 namespace appendguard {
 
-namespace {
-// glibc's getpid() is the bare system call from 2.25 on; before, it answered from a pid cached in the
-// thread, stale in a child made by a raw clone. Set at start-up.
-constinit bool g_getpid_is_the_system_call = false;
-}  // namespace
-
 // The owner check's pid, asked of the kernel on every guarded open and close (twice each): through
 // libc's getpid() where it is the system call itself (a dozen instructions fewer than libc's syscall()),
-// else through libc's syscall(), never our hook of it.
-pid_t raw_getpid() {
-  if (__builtin_expect(g_getpid_is_the_system_call, 1)) return ::getpid();
+// else through libc's syscall(), never our hook of it (runtime.h raw_getpid).
+constinit bool g_getpid_is_the_system_call = false;
+constinit std::atomic<pid_t> g_owner_pid{0};
+
+pid_t getpid_by_libc_syscall() {
   return static_cast<pid_t>(real_syscall(SYS_getpid));
 }
 
@@ -54,8 +50,6 @@ Config* g_config = nullptr;
 __attribute__((tls_model("initial-exec"))) constinit thread_local int t_internal_depth = 0;
 
 namespace {
-
-constinit std::atomic<pid_t> g_owner_pid{0};
 
 void before_fork() {
   resolve_exec_functions();
@@ -219,15 +213,6 @@ void run_fork_parent() {
 }
 void run_fork_child() {
   after_fork_child();
-}
-
-bool owns_file_table() {
-  return raw_getpid() == g_owner_pid.load(std::memory_order_relaxed);
-}
-
-pid_t file_table_owner_pid() {
-  const pid_t self = raw_getpid();
-  return self == g_owner_pid.load(std::memory_order_relaxed) ? self : 0;
 }
 
 }  // namespace appendguard

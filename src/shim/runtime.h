@@ -55,14 +55,31 @@ inline Description* tracked_description(int fd) {
   return g_files.lookup(fd);
 }
 
+// Set at start-up: glibc's getpid() is the bare system call from 2.25 on; before, it answered from a pid
+// cached in the thread, stale in a child made by a raw clone.
+extern APPENDGUARD_HIDDEN constinit bool g_getpid_is_the_system_call;
+// The pid of the process that owns the file table (set at start-up and in a fork child).
+extern APPENDGUARD_HIDDEN constinit std::atomic<pid_t> g_owner_pid;
+// getpid(2) through libc's syscall() (glibc before 2.25), never our hook of syscall().
+pid_t getpid_by_libc_syscall();
+
+// getpid(2) through libc (its getpid() where that is the bare system call, glibc 2.25+, else its
+// syscall()), never our hook of syscall(). Inline, as the two below: the owner check is made on every
+// guarded open and close (issue 27: a call of its own each).
+inline pid_t raw_getpid() {
+  if (__builtin_expect(g_getpid_is_the_system_call, 1)) return ::getpid();
+  return getpid_by_libc_syscall();
+}
 // False in a vfork()ed child (or a raw clone), which shares our memory with the parent: such a child
 // must not change the parent's file table when it closes or duplicates descriptors before exec.
-bool owns_file_table();
+inline bool owns_file_table() {
+  return raw_getpid() == g_owner_pid.load(std::memory_order_relaxed);
+}
 // The same with the process's id: this process's pid if it owns the table, else 0 (one getpid for both).
-pid_t file_table_owner_pid();
-// getpid(2) through libc (its getpid() where that is the bare system call, glibc 2.25+, else its
-// syscall()), never our hook of syscall().
-pid_t raw_getpid();
+inline pid_t file_table_owner_pid() {
+  const pid_t self = raw_getpid();
+  return self == g_owner_pid.load(std::memory_order_relaxed) ? self : 0;
+}
 
 // At start-up: the settings that decide which descriptors are guarded (APPENDGUARD_PATHS, APPENDGUARD_FS),
 // so that an exec under the same settings tells the new program that the descriptors it carries are all
