@@ -395,6 +395,24 @@ __attribute__((noinline)) int unwind_site(void** frames, int max_frames, StackSc
   return request.count;
 }
 
+// capture_addresses after the chain found last was not the one on the stack (or could not be read): the
+// other chains, else an unwind. Out of line, with the request as its key, so that the reading back of
+// the chain found last keeps no registers for it.
+__attribute__((noinline)) int find_or_unwind_site(void** frames, uint32_t request, uintptr_t cfa) {
+  const int max_frames = static_cast<int>(request >> 1);
+  const auto scope = static_cast<StackScope>(request & 1);
+  SiteChains* chains = mapped_site_chains();
+  if (chains && t_recording_sites == 0) {
+    t_recording_sites = 1;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    const int count = chains->find(cfa, request, frames);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    t_recording_sites = 0;
+    if (count >= 0) return count;
+  }
+  return unwind_site(frames, max_frames, scope, cfa);
+}
+
 }  // namespace
 
 // The chain's canonical frame address (CFA) is the open hook's when given (`cfa`: the program's call, so
@@ -404,6 +422,10 @@ __attribute__((noinline)) int unwind_site(void** frames, int max_frames, StackSc
 // most), so that a chain, read from cfa - 8 up, is never read from this frame or below it.
 int capture_addresses(void** frames, int max_frames, StackScope scope, uintptr_t cfa) {
   if (!unwinder_loaded() || max_frames <= 0) return 0;
+  return capture_loaded_addresses(frames, max_frames, scope, cfa);
+}
+
+int capture_loaded_addresses(void** frames, int max_frames, StackScope scope, uintptr_t cfa) {
   if (g_unwinding_disabled.load(std::memory_order_relaxed)) return 0;
   constexpr int kMostFrames =  // one test on every guarded open (issue 27)
       CapturedStack::kMaxFrames < SiteChain::kMaxLinks ? CapturedStack::kMaxFrames : SiteChain::kMaxLinks;
@@ -411,18 +433,19 @@ int capture_addresses(void** frames, int max_frames, StackScope scope, uintptr_t
   constexpr uintptr_t kMostBytesToTheHook = uintptr_t{64} * 1024;
   const auto own = reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa());
   if (cfa - own - 8 >= kMostBytesToTheHook) cfa = own;  // 0 (not known), or not above this frame
+  const uint32_t request = SiteChain::key(max_frames, static_cast<int>(scope));
   // A thread's first recording maps its chains (unwind_site): no call here but the last (issue 27).
-  SiteChains* chains = mapped_site_chains();
-  if (chains && t_recording_sites == 0) {
+  const SiteChains* chains = mapped_site_chains();
+  if (__builtin_expect(chains != nullptr && t_recording_sites == 0, 1)) {
     // Marked, so that a signal handler's recording meanwhile neither reads nor writes the chains.
     t_recording_sites = 1;
     std::atomic_signal_fence(std::memory_order_seq_cst);
-    const int count = chains->find(cfa, SiteChain::key(max_frames, static_cast<int>(scope)), frames);
+    const int count = chains->find_last(cfa, request, frames);
     std::atomic_signal_fence(std::memory_order_seq_cst);
     t_recording_sites = 0;
-    if (count >= 0) return count;
+    if (__builtin_expect(count >= 0, 1)) return count;
   }
-  return unwind_site(frames, max_frames, scope, cfa);
+  return find_or_unwind_site(frames, request, cfa);  // the other chains (the last is tried again)
 }
 
 void unwinder_after_fork_child() {

@@ -62,6 +62,9 @@ void capture_stack(CapturedStack& stack, int max_frames, int skip, unsigned char
 // used).
 int capture_addresses(void** frames, int max_frames, StackScope scope = StackScope::kWhole,
                       uintptr_t cfa = 0);
+// The same where the caller has made capture_addresses's first tests (libunwind loaded, max_frames > 0):
+// a guarded open's site (report.h capture_open_site) makes them once.
+int capture_loaded_addresses(void** frames, int max_frames, StackScope scope, uintptr_t cfa);
 
 // How many of `count` frames (innermost first) matter for a culprit (StackScope::kCulprit): with a
 // Python stack shown, those above the first frame of the interpreter's evaluation loop (the Python

@@ -423,11 +423,23 @@ bool unwinder_ready() {
   return load_unwinder();
 }
 
-int capture_open_site(void** frames, int max_frames, uintptr_t hook_cfa) {
-  if (g_backtrace_frames <= 0) return 0;
+namespace {
+// capture_open_site before libunwind is loaded (or with no frames wanted). Out of line: the site of an
+// open once it is loaded saves no registers for the loading.
+__attribute__((noinline)) int capture_open_site_slowly(void** frames, int max_frames, uintptr_t hook_cfa) {
+  if (g_backtrace_frames <= 0 || max_frames <= 0) return 0;
   if (!unwinder_ready()) return unwinder_unavailable() ? 0 : kSiteNotRecorded;
-  return capture_addresses(frames, max_frames < g_backtrace_frames ? max_frames : g_backtrace_frames,
-                           native_scope(), hook_cfa);
+  return capture_loaded_addresses(frames, max_frames < g_backtrace_frames ? max_frames : g_backtrace_frames,
+                                  native_scope(), hook_cfa);
+}
+}  // namespace
+
+int capture_open_site(void** frames, int max_frames, uintptr_t hook_cfa) {
+  const int wanted = max_frames < g_backtrace_frames ? max_frames : g_backtrace_frames;
+  // The tests capture_addresses would make again (libunwind loaded, frames wanted), made once here.
+  if (__builtin_expect(wanted > 0 && unwinder_loaded(), 1))
+    return capture_loaded_addresses(frames, wanted, native_scope(), hook_cfa);
+  return capture_open_site_slowly(frames, max_frames, hook_cfa);
 }
 
 void record_seek_site(SeekSite& site, const char* function, int64_t offset, int whence, uint64_t position,

@@ -152,3 +152,37 @@ TEST_CASE("a request's key tells the frames wanted and the scope apart") {
   STATIC_REQUIRE(SiteChain::key(12, 0) != SiteChain::key(6, 1));
   STATIC_REQUIRE(SiteChain::key(SiteChain::kMaxLinks, 1) != SiteChain::key(SiteChain::kMaxLinks, 0));
 }
+
+TEST_CASE("find_last reads back the chain found (or recorded) last only, as find would") {
+  auto chains = std::make_unique<SiteChains>();
+  FakeStack a;
+  FakeStack b;
+  for (int i = 0; i < 32; ++i) {
+    a.words[i] = 0x1000 + static_cast<uintptr_t>(i);
+    b.words[i] = 0x5000 + static_cast<uintptr_t>(i);
+  }
+  void* frames[24] = {};
+  CHECK(chains->find_last(a.cfa(), SiteChain::key(24, 1), frames) == -1);  // nothing remembered yet
+  const int slots[] = {0, 2, 4, 6};
+  record(*chains, a, slots, 4, 1);
+  REQUIRE(chains->find_last(a.cfa(), SiteChain::key(24, 1), frames) == 3);
+  CHECK(frames[0] == reinterpret_cast<void*>(0x1002));
+  CHECK(frames[2] == reinterpret_cast<void*>(0x1006));
+  // Another request, another place, another return address: not this chain.
+  CHECK(chains->find_last(a.cfa(), SiteChain::key(16, 1), frames) == -1);
+  CHECK(chains->find_last(a.cfa(), SiteChain::key(24, 0), frames) == -1);
+  CHECK(chains->find_last(a.cfa() + 8, SiteChain::key(24, 1), frames) == -1);
+  a.words[0] = 0x9000;  // a skipped link (this library's frame) differs
+  CHECK(chains->find_last(a.cfa(), SiteChain::key(24, 1), frames) == -1);
+  a.words[0] = 0x1000;
+  // b's chain is recorded after a's: find_last tries b's alone, find still finds a's (and makes it last).
+  record(*chains, b, slots, 4, 1);
+  CHECK(chains->find_last(a.cfa(), SiteChain::key(24, 1), frames) == -1);
+  REQUIRE(chains->find(a.cfa(), SiteChain::key(24, 1), frames) == 3);
+  CHECK(chains->find_last(a.cfa(), SiteChain::key(24, 1), frames) == 3);
+  CHECK(frames[1] == reinterpret_cast<void*>(0x1004));
+  CHECK(chains->find_last(b.cfa(), SiteChain::key(24, 1), frames) == -1);
+  REQUIRE(chains->find(b.cfa(), SiteChain::key(24, 1), frames) == 3);
+  CHECK(chains->find_last(b.cfa(), SiteChain::key(24, 1), frames) == 3);
+  CHECK(frames[0] == reinterpret_cast<void*>(0x5002));
+}
