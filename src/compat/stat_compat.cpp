@@ -42,7 +42,8 @@ void use_libc_syscall(long (*libc_syscall)(long, ...)) noexcept {
   if (libc_syscall) g_syscall = libc_syscall;
   // RTLD_NEXT: libc's, never a definition of this library (ours is not exported anyway). Null before
   // glibc 2.33, which has only __fxstatat64: the system call stays.
-  if (void* libc_fstatat = dlsym(RTLD_NEXT, "fstatat64")) g_fstatat = reinterpret_cast<Fstatat*>(libc_fstatat);
+  if (void* libc_fstatat = dlsym(RTLD_NEXT, "fstatat64"))
+    g_fstatat = reinterpret_cast<Fstatat*>(libc_fstatat);
 }
 int fstat_by_syscall(int fd, struct stat* st) noexcept {
   return static_cast<int>(g_syscall(SYS_fstat, fd, st));
