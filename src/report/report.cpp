@@ -18,14 +18,18 @@
 #include "report/trace_buffer.h"
 
 namespace appendguard {
+
+int g_backtrace_frames = 32;
+StackScope g_native_scope = StackScope::kCulprit;
+
 namespace {
 
 constinit LogSink g_sink;
 constinit Lock g_report_lock;
-int g_backtrace_frames = 32;
 bool (*g_may_load_unwinder)() = nullptr;  // set_unwinder_loading_check
 bool g_python_stack = true;
-// APPENDGUARD_TRACE=1: native stacks are kept whole (StackScope::kWhole); otherwise cut to the culprit.
+// APPENDGUARD_TRACE=1: native stacks are kept whole (StackScope::kWhole); otherwise cut to the culprit
+// (g_native_scope, report.h, says the same).
 bool g_whole_native = false;
 char g_report_text[64 * 1024];
 // Set while this thread holds the report lock: a signal handler whose call is refused while its thread
@@ -371,6 +375,7 @@ void configure_reporter(const Config& config) {
   g_backtrace_frames = config.backtrace_frames;
   g_python_stack = config.python_stack;
   g_whole_native = config.trace;
+  g_native_scope = config.trace ? StackScope::kWhole : StackScope::kCulprit;
   g_json = config.json;
   if (config.trace) configure_trace_buffers(write_trace_batch, config.json);
   init_report_scratch();
@@ -423,23 +428,11 @@ bool unwinder_ready() {
   return load_unwinder();
 }
 
-namespace {
-// capture_open_site before libunwind is loaded (or with no frames wanted). Out of line: the site of an
-// open once it is loaded saves no registers for the loading.
-__attribute__((noinline)) int capture_open_site_slowly(void** frames, int max_frames, uintptr_t hook_cfa) {
+int capture_open_site_slowly(void** frames, int max_frames, uintptr_t hook_cfa) {
   if (g_backtrace_frames <= 0 || max_frames <= 0) return 0;
   if (!unwinder_ready()) return unwinder_unavailable() ? 0 : kSiteNotRecorded;
   return capture_loaded_addresses(frames, max_frames < g_backtrace_frames ? max_frames : g_backtrace_frames,
                                   native_scope(), hook_cfa);
-}
-}  // namespace
-
-int capture_open_site(void** frames, int max_frames, uintptr_t hook_cfa) {
-  const int wanted = max_frames < g_backtrace_frames ? max_frames : g_backtrace_frames;
-  // The tests capture_addresses would make again (libunwind loaded, frames wanted), made once here.
-  if (__builtin_expect(wanted > 0 && unwinder_loaded(), 1))
-    return capture_loaded_addresses(frames, wanted, native_scope(), hook_cfa);
-  return capture_open_site_slowly(frames, max_frames, hook_cfa);
 }
 
 void record_seek_site(SeekSite& site, const char* function, int64_t offset, int whence, uint64_t position,

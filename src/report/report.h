@@ -11,6 +11,7 @@
 #include "core/config.h"
 #include "core/file_table.h"
 #include "core/violation_outcome.h"
+#include "report/backtrace.h"
 #include "report/text_buffer.h"
 
 namespace appendguard {
@@ -120,7 +121,20 @@ void flush_traces_at_exit();
 // was not loaded yet and could not be loaded there (a signal handler: report/backtrace.h load_unwinder).
 // `hook_cfa`: the open hook's canonical frame address, or 0 (report/backtrace.h capture_addresses).
 constexpr int kSiteNotRecorded = -1;
-int capture_open_site(void** frames, int max_frames, uintptr_t hook_cfa = 0);
+// Set by configure_reporter: the frames a stack keeps (APPENDGUARD_BACKTRACE), and the scope of a native
+// stack (kWhole with APPENDGUARD_TRACE=1, else kCulprit).
+extern APPENDGUARD_HIDDEN int g_backtrace_frames;
+extern APPENDGUARD_HIDDEN StackScope g_native_scope;
+// capture_open_site before libunwind is loaded, or with no frames wanted.
+int capture_open_site_slowly(void** frames, int max_frames, uintptr_t hook_cfa);
+// Inline: every guarded open asks, and once libunwind is loaded it reads its site back (report/backtrace.h
+// capture_loaded_addresses) after two tests (issue 27: a call of its own).
+inline int capture_open_site(void** frames, int max_frames, uintptr_t hook_cfa = 0) {
+  const int wanted = max_frames < g_backtrace_frames ? max_frames : g_backtrace_frames;
+  if (__builtin_expect(wanted > 0 && unwinder_loaded(), 1))
+    return capture_loaded_addresses(frames, wanted, g_native_scope, hook_cfa);
+  return capture_open_site_slowly(frames, max_frames, hook_cfa);
+}
 // libunwind, loaded if it is not yet and may be here (not in a signal handler, not where `may_load`, set
 // by the shim at start-up, says no: a child sharing its parent's memory). Holding none of our locks.
 bool unwinder_ready();
