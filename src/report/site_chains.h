@@ -42,7 +42,7 @@ class SiteChains {
   // stack now, written into `frames` (at least max_frames of room) as they are read; -1 if none is
   // (`frames` may then hold some words read). Reads the stack slots of a candidate chain innermost first,
   // and stops at the first that differs. The chain found (or recorded) last is tried first.
-  // Inline: every guarded open asks (issue 27: the call and its saved registers were a sixth of it).
+  // A guarded open reads back with find_last first, and asks find only when that misses.
   inline int find(uintptr_t cfa, uint32_t request, void** frames);
   // The same for the chain found (or recorded) last alone, the one `find` tries first: -1 if it is not
   // on the stack (`find` then tries the others). Inline on every guarded open, whose other chains are
