@@ -282,8 +282,7 @@ Description* FileTable::track(int fd, const OpenRecord& record) {
   return attach_and_publish(slot, fd, d, file, created, record);
 }
 
-Description* FileTable::reserve_description() {
-  if (Description* d = spare_.exchange(nullptr, std::memory_order_acq_rel)) return d;
+Description* FileTable::allocate_reserved_description() {
   RegistryGuard guard(registry_);  // none put aside (the first open, or another thread took it)
   return allocate_description();
 }
