@@ -243,6 +243,17 @@ constexpr size_t kSmallestLiveFiles = 512;  // a page of pointers: the index and
   return f;
 }
 
+// Constructed only in fresh memory: a recycled description is reused as it is, since a guarded call racing
+// its close may still be loading `refs` (0 until attach_and_publish's release store) to pin it. Every other
+// field is assigned by track or by track_reserved's caller and attach_and_publish; the atomic ones
+// atomically.
+[[gnu::always_inline]] inline Description* FileTable::allocate_description() {
+  bool fresh = false;
+  void* memory = descriptions_.allocate(fresh);
+  if (!memory) return nullptr;
+  return fresh ? new (memory) Description : static_cast<Description*>(memory);
+}
+
 Description* FileTable::track(int fd, const OpenRecord& record) {
   std::atomic<Description*>* slot = slots_.reserve_slot(fd);  // null if fd is out of range
   if (!slot) return nullptr;
@@ -250,38 +261,12 @@ Description* FileTable::track(int fd, const OpenRecord& record) {
   bool created;
   TrackedFile* file = acquire_file(record.device, record.inode, record.size, created);
   if (!file) return nullptr;
-  bool fresh = false;
-  void* memory = descriptions_.allocate(fresh);
-  if (!memory) {
+  Description* d = allocate_description();
+  if (!d) {
     release_file(file, false);
     return nullptr;
   }
-  // Constructed only in fresh memory: a recycled description is reused as it is, since a guarded call
-  // racing its close may still be loading `refs` (0 until the release store below) to pin it. Every other
-  // field is assigned here; the atomic ones atomically.
-  auto* d = fresh ? new (memory) Description : static_cast<Description*>(memory);
-  if (created) {
-    // A file tracked just now holds the opened size and reserves nothing, and no other thread can reach
-    // it (only through the registry we hold, or a description, and none refers to it yet): no lock.
-    d->file = file;
-    d->position = record.position;
-    d->reported_once = 0;
-  } else {
-    FileLockGuard file_guard(file);
-    // A file already open here may have bytes the filesystem does not report yet (HDFS shows only
-    // flushed data), so the larger end wins, unless this open truncated the file. A size within a
-    // deferred preallocation is not the program's bytes: the kernel may hold the reserved zeros already
-    // (shim/deferred_prealloc.cpp), and the writes go on where the program's bytes end.
-    const bool within_reservation = file->reserved_size != 0 && record.size <= file->reserved_size;
-    if (record.truncated || file->descriptions == 1 ||
-        (record.size > file->end_of_file && !within_reservation)) {
-      file->end_of_file = record.size;
-    }
-    if (record.truncated) file->reserved_size = 0;
-    d->file = file;
-    d->position = record.position;
-    d->reported_once = 0;
-  }
+  d->position = record.position;
   d->program_appends = record.program_appends;
   d->kernel_appends = record.kernel_appends;
   d->store_renames = record.store_renames;
@@ -289,15 +274,59 @@ Description* FileTable::track(int fd, const OpenRecord& record) {
   d->shares_offset.store(record.shares_offset && !record.kernel_appends, std::memory_order_relaxed);
   d->starts_session = record.starts_session;
   d->reused_session = record.reused_session;
-  d->commit_requested.store(false, std::memory_order_relaxed);
-  d->descriptors = 1;
   if (record.site) {
     copy_open_site(d->site, *record.site);
   } else {
     d->site = OpenSite{};
   }
+  return attach_and_publish(slot, fd, d, file, created, record);
+}
+
+Description* FileTable::allocate_reserved_description() {
+  RegistryGuard guard(registry_);  // none put aside (the first open, or another thread took it)
+  return allocate_description();
+}
+
+Description* FileTable::track_reserved(int fd, Description* d, const OpenedFile& opened) {
+  std::atomic<Description*>* slot = slots_.reserve_slot(fd);  // null if fd is out of range
+  RegistryGuard guard(registry_);
+  bool created;
+  TrackedFile* file = slot ? acquire_file(opened.device, opened.inode, opened.size, created) : nullptr;
+  if (!file) {
+    descriptions_.release(d);  // never published: no other thread knows it
+    return nullptr;
+  }
+  // The next open's description, allocated here, under the lock this open takes anyway.
+  if (!spare_.load(std::memory_order_relaxed))
+    spare_.store(allocate_description(), std::memory_order_release);
+  return attach_and_publish(slot, fd, d, file, created, opened);
+}
+
+[[gnu::always_inline]] inline Description* FileTable::attach_and_publish(std::atomic<Description*>* slot,
+                                                                         int fd, Description* d,
+                                                                         TrackedFile* file, bool created,
+                                                                         const OpenedFile& opened) {
+  if (!created) {
+    // A file already open here may have bytes the filesystem does not report yet (HDFS shows only
+    // flushed data), so the larger end wins, unless this open truncated the file. A size within a
+    // deferred preallocation is not the program's bytes: the kernel may hold the reserved zeros already
+    // (shim/deferred_prealloc.cpp), and the writes go on where the program's bytes end. A file tracked just
+    // now holds the opened size and reserves nothing, and no other thread can reach it (only through the
+    // registry we hold, or a description, and none refers to it yet): no lock.
+    FileLockGuard file_guard(file);
+    const bool within_reservation = file->reserved_size != 0 && opened.size <= file->reserved_size;
+    if (opened.truncated || file->descriptions == 1 ||
+        (opened.size > file->end_of_file && !within_reservation)) {
+      file->end_of_file = opened.size;
+    }
+    if (opened.truncated) file->reserved_size = 0;
+  }
+  d->file = file;
+  d->reported_once = 0;
+  d->commit_requested.store(false, std::memory_order_relaxed);
+  d->descriptors = 1;
   // seek_site_ is null already: zeros in fresh memory, and recycle_description clears it.
-  set_path(d, record.path, record.path_length);
+  set_path(d, opened.path, opened.path_length);
   d->refs.store(1, std::memory_order_release);
 
   Description* previous = slot->exchange(d, std::memory_order_acq_rel);

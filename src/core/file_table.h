@@ -217,13 +217,19 @@ struct Description {
 
 static_assert(sizeof(Description) <= 4096 / 11, "kShortPath: a description's pool object, 11 a page");
 
-struct OpenRecord {
+// What FileTable needs of an opened file to attach a description to it (track_reserved: the rest of the
+// open's record the caller wrote into the description itself).
+struct OpenedFile {
   const char* path = "";
   size_t path_length = 0;  // strlen(path) when the caller knows it (0: measured)
   dev_t device = 0;
   ino_t inode = 0;
   uint64_t size = 0;
   bool truncated = false;  // opened with O_TRUNC: the end is `size` even if another description knew more
+};
+
+// An open's whole record, for track(), which copies it into a description.
+struct OpenRecord : OpenedFile {
   uint64_t position = 0;
   bool kernel_appends = false;
   bool program_appends = false;
@@ -304,6 +310,22 @@ class FileTable {
 
   // Starts tracking `fd`, which must be a fresh descriptor. Returns nullptr if fd is out of range.
   Description* track(int fd, const OpenRecord& record);
+  // The same in two steps, so that a guarded open writes its record (and captures its site's frames)
+  // straight into the description, outside the registry's lock, rather than into a record that track
+  // copies (issue 27). reserve_description: a description that belongs to the caller (in no slot, seen by
+  // no other thread), null when memory runs out; usually the spare that the previous track_reserved put
+  // aside (one atomic exchange, no lock). The caller writes every per-open field: position,
+  // program_appends, kernel_appends, readable_by_program, shares_offset (false where the kernel appends),
+  // starts_session, reused_session, store_renames and site, all of it. track_reserved attaches it to the
+  // file and publishes it in fd's slot, complete, as track does; it returns nullptr (and takes `d` back)
+  // if fd is out of range or memory runs out. Only the process that owns the table calls them.
+  // Inline, the spare's exchange; out of line, the allocation under the lock (issue 27: the call was ~10
+  // instructions of every guarded open).
+  Description* reserve_description() {
+    if (Description* d = spare_.exchange(nullptr, std::memory_order_acq_rel)) return d;
+    return allocate_reserved_description();
+  }
+  Description* track_reserved(int fd, Description* d, const OpenedFile& opened);
   // After dup/dup2/dup3/F_DUPFD: `new_fd` shares `old_fd`'s description (dropping what new_fd had).
   void alias(int old_fd, int new_fd);
   // After close(fd) or dup2 onto fd: forget it (also a closed_by_program() mark). Returns true if fd was
@@ -375,6 +397,13 @@ class FileTable {
   TrackedFile* acquire_file(dev_t device, ino_t inode, uint64_t size, bool& created);
 
   void set_path(Description* d, const char* path, size_t length);  // registry_ held
+  Description* allocate_reserved_description();                    // reserve_description without a spare
+  Description* allocate_description();                             // registry_ held; null: out of memory
+  // registry_ held: the rest of track and track_reserved, once `d`'s per-open fields are written.
+  Description* attach_and_publish(std::atomic<Description*>* slot, int fd, Description* d, TrackedFile* file,
+                                  bool created, const OpenedFile& opened);
+  // The next reserve_description's description, made by track_reserved (registry_ held); null if none.
+  std::atomic<Description*> spare_{nullptr};
 
   Lock registry_;
   uint64_t mask_before_fork_ = 0;

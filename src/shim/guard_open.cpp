@@ -100,6 +100,18 @@ __attribute__((tls_model("initial-exec"))) constinit thread_local ThreadIdCache 
   report_notice(message);
 }
 
+// The open could not be tracked (reserve_description, track_reserved): said; in enforce mode it fails.
+[[gnu::noinline]] int untrackable(const OpenDecision& decision, int fd, int error) {
+  report_untrackable(decision, fd);
+  if (g_config->mode == Mode::kEnforce) {
+    real_close(fd);
+    errno = EMFILE;
+    return -1;
+  }
+  errno = error;
+  return fd;
+}
+
 // Out of line, with their flag texts: not in finish_open's frame on every guarded open.
 [[gnu::noinline]] void trace_open(const OpenRequest& request, const OpenDecision& decision, int fd,
                                   int error) {
@@ -109,17 +121,17 @@ __attribute__((tls_model("initial-exec"))) constinit thread_local ThreadIdCache 
 }
 
 [[gnu::noinline]] void trace_guarded_open(const OpenRequest& request, const OpenDecision& decision, int fd,
-                                          const OpenRecord& record) {
+                                          uint64_t size, bool reused_session, bool starts_session) {
   char flags_text[160];
   char effective_text[160];
   format_open_flags(request.flags, flags_text, sizeof flags_text);
   format_open_flags(decision.flags, effective_text, sizeof effective_text);
   trace(request.function, fd, decision.path, fd, 0, "flags=%s effective=%s size=%llu%s", flags_text,
-        effective_text, static_cast<unsigned long long>(record.size),
-        record.reused_session   ? " (held session reused)"
-        : record.starts_session ? " (session held at close)"
-        : decision.spool        ? " (spooled: uploaded at its rename or close)"
-                                : "");
+        effective_text, static_cast<unsigned long long>(size),
+        reused_session   ? " (held session reused)"
+        : starts_session ? " (session held at close)"
+        : decision.spool ? " (spooled: uploaded at its rename or close)"
+                         : "");
 }
 
 // A held session of the file answers this write open (shim/held_sessions.h): out of line, its record
@@ -236,8 +248,11 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
     errno = error;
     return fd;
   }
-  bool decision_hold_after_open = false;
-  OpenSite site;
+  // Written in place (issue 27): the description is this call's until track_reserved publishes it, so the
+  // site's frames are captured straight into it, outside the registry's lock, and nothing is copied.
+  Description* d = g_files.reserve_description();
+  if (!d) return untrackable(decision, fd, error);
+  OpenSite& site = d->site;
   site.function = request.function;
   site.original_flags = request.flags;
   site.effective_flags = decision.flags;
@@ -247,23 +262,26 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
   site.tid = t_thread_id.get(pid, gettid_raw);
   site.frame_count = capture_open_site(site.frames, kOpenFrames, request.cfa);
 
-  OpenRecord record;
-  record.path = decision.path;
-  record.path_length = decision.path_length;
-  record.device = st.st_dev;
-  record.inode = st.st_ino;
-  record.size = static_cast<uint64_t>(st.st_size);
-  record.truncated = (decision.flags & O_TRUNC) != 0;
+  OpenedFile opened;
+  opened.path = decision.path;
+  opened.path_length = decision.path_length;
+  opened.device = st.st_dev;
+  opened.inode = st.st_ino;
+  opened.truncated = (decision.flags & O_TRUNC) != 0;
   // After O_TRUNC the file holds what the library wrote back (APPENDGUARD_REOPEN=rewrite), nothing else,
   // whatever fstat says: rclone --vfs-cache-mode off reports the old size for seconds (issue 23).
-  if (record.truncated) record.size = decision.written_back;
+  opened.size = opened.truncated ? decision.written_back : static_cast<uint64_t>(st.st_size);
+  const bool program_appends = (request.flags & O_APPEND) != 0;
+  const bool kernel_appends = (decision.flags & O_APPEND) != 0;
   // A file written anew for a program that asked for O_APPEND: its next write lands at the end, where
   // reopen_by_rewriting left the kernel offset.
-  if (decision.written_back > 0 && (request.flags & O_APPEND)) record.position = decision.written_back;
-  record.kernel_appends = (decision.flags & O_APPEND) != 0;
-  record.program_appends = (request.flags & O_APPEND) != 0;
-  record.readable_by_program = (request.flags & O_ACCMODE) == O_RDWR;
+  uint64_t position = decision.written_back > 0 && program_appends ? decision.written_back : 0;
+  d->program_appends = program_appends;
+  d->kernel_appends = kernel_appends;
+  d->readable_by_program = (request.flags & O_ACCMODE) == O_RDWR;
+  d->shares_offset.store(false, std::memory_order_relaxed);
   // A new file's store is known only now (its device): decide_open could not refresh the mounts for it.
+  bool decision_hold_after_open = false;
   MountFacts facts = decision.facts;
   bool facts_known = decision.facts_decided;
   if (g_config->mode == Mode::kEnforce && decision.reuse_fd < 0 && !decision.hold) {
@@ -277,41 +295,37 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
     }
   }
   // For the close (shim/spool.cpp), which then looks nothing up.
-  if (facts_known) record.store_renames = facts.renames ? StoreRenames::kYes : StoreRenames::kNo;
+  d->store_renames = !facts_known    ? StoreRenames::kUnknown
+                     : facts.renames ? StoreRenames::kYes
+                                     : StoreRenames::kNo;
   // Held only where a reopen is expected: a file guarded by name (PyTorch's consolidation reopens its
   // *.safetensors), or everywhere under APPENDGUARD_REOPEN=hold. Another file guarded by its mount is
   // committed at its close, so that another process (another rank) reads it as without the library: a
   // held session keeps it unreadable there (EPERM on mountpoint-s3, ENOENT on rclone off) until it ends.
-  record.starts_session = !decision.spool && (decision.hold || decision_hold_after_open) &&
-                          (decision.by_name || g_config->reopen == Reopen::kHold) &&
-                          ((decision.flags & O_TRUNC) || (!decision.exists && (decision.flags & O_CREAT)));
-  if (record.starts_session) start_held_committer();  // not at the close: it may be in a signal handler
-  if (decision.reuse_fd >= 0) {
+  const bool starts_session =
+      !decision.spool && (decision.hold || decision_hold_after_open) &&
+      (decision.by_name || g_config->reopen == Reopen::kHold) &&
+      ((decision.flags & O_TRUNC) || (!decision.exists && (decision.flags & O_CREAT)));
+  d->starts_session = starts_session;
+  if (starts_session) start_held_committer();  // not at the close: it may be in a signal handler
+  const bool reused_session = decision.reuse_fd >= 0;
+  if (reused_session) {
     // The held session: the kernel offset is where the program's position is (reuse_held_descriptor),
     // the end of what it wrote for a program that asked for O_APPEND, else 0; the descriptor appends only
     // if its first open had O_APPEND (a pwrite of a program that asked for O_APPEND lands at its offset).
-    record.size = decision.reuse_end;
-    record.truncated = false;
-    record.position = record.program_appends ? decision.reuse_end : 0;
-    record.reused_session = true;
+    opened.size = decision.reuse_end;
+    opened.truncated = false;
+    position = program_appends ? decision.reuse_end : 0;
   }
-  record.site = &site;
-  Description* d = g_files.track(fd, record);
-  if (!d) {
-    report_untrackable(decision, fd);
-    if (g_config->mode == Mode::kEnforce) {
-      real_close(fd);
-      errno = EMFILE;
-      return -1;
-    }
-    errno = error;
-    return fd;
-  }
+  d->reused_session = reused_session;
+  d->position = position;
+  const uint64_t size = opened.size;
+  if (!g_files.track_reserved(fd, d, opened)) return untrackable(decision, fd, error);
   if (decision.spool) register_spooled(decision.path, st.st_dev, st.st_ino);
   count_event(g_summary.guarded_opens);
   if (decision.flags != request.flags) count_event(g_summary.rewritten_opens);
-  if (g_config->mode == Mode::kAudit) report_open_in_audit(request, decision, fd, d, record.size);
-  if (tracing()) trace_guarded_open(request, decision, fd, record);
+  if (g_config->mode == Mode::kAudit) report_open_in_audit(request, decision, fd, d, size);
+  if (tracing()) trace_guarded_open(request, decision, fd, size, reused_session, starts_session);
   errno = error;
   return fd;
 }

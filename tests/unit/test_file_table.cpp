@@ -413,3 +413,70 @@ TEST_CASE("a path whose length the caller knows is copied by that length, not me
   REQUIRE(f != nullptr);
   CHECK(std::string(f->path) == "/data/x.bin");
 }
+
+TEST_CASE("a reserved description is the caller's until track_reserved publishes it, complete") {
+  // Issue 27: a guarded open writes its record and captures its site's frames straight into the
+  // description (shim/guard_open.cpp finish_open) rather than into a record that track copies.
+  auto table = std::make_unique<FileTable>();
+  Description* d = table->reserve_description();
+  REQUIRE(d != nullptr);
+  CHECK(d->refs.load() == 0);  // no slot refers to it, and nothing can pin it
+  CHECK(table->descriptions_in_use() == 1);
+  d->position = 5;
+  d->program_appends = true;
+  d->kernel_appends = true;
+  d->readable_by_program = false;
+  d->shares_offset.store(false);
+  d->starts_session = true;
+  d->reused_session = false;
+  d->store_renames = StoreRenames::kNo;
+  d->site = OpenSite{};
+  d->site.function = "open64";
+  d->site.frame_count = 2;
+  d->site.frames[0] = &table;
+  d->site.frames[1] = d;
+  CHECK(table->slot(3) == nullptr);  // filled, not yet visible
+  OpenedFile opened;
+  opened.path = "/r";
+  opened.device = 1;
+  opened.inode = 40;
+  opened.size = 9;
+  REQUIRE(table->track_reserved(3, d, opened) == d);
+  CHECK(table->lookup(3) == d);
+  CHECK(d->refs.load() == 1);
+  CHECK(d->descriptors == 1);
+  CHECK(d->file->end_of_file == 9);
+  CHECK(std::string(d->path) == "/r");
+  CHECK(d->position == 5);
+  CHECK(d->starts_session);
+  CHECK(d->store_renames == StoreRenames::kNo);
+  CHECK(std::string(d->site.function) == "open64");
+  CHECK(d->site.frames[1] == d);
+  // The next open's description was put aside under that lock: reserving it takes no allocation.
+  CHECK(table->descriptions_in_use() == 2);
+  Description* next = table->reserve_description();
+  REQUIRE(next != nullptr);
+  CHECK(next != d);
+  CHECK(table->descriptions_in_use() == 2);
+  // A second description of the same file: a truncating open sets its end, as track does.
+  next->position = 0;
+  next->program_appends = next->kernel_appends = next->readable_by_program = false;
+  next->shares_offset.store(false);
+  next->starts_session = next->reused_session = false;
+  next->store_renames = StoreRenames::kUnknown;
+  next->site = OpenSite{};
+  opened.size = 0;
+  opened.truncated = true;
+  REQUIRE(table->track_reserved(4, next, opened) == next);
+  CHECK(next->file == d->file);
+  CHECK(d->file->end_of_file == 0);
+  // Out of range: the reserved description is taken back, and nothing is published.
+  Description* out = table->reserve_description();
+  REQUIRE(out != nullptr);
+  const size_t in_use = table->descriptions_in_use();
+  CHECK(table->track_reserved(kMaxTrackedFd, out, opened) == nullptr);
+  CHECK(table->descriptions_in_use() == in_use - 1);
+  CHECK(table->forget(3));
+  CHECK(table->forget(4));
+  CHECK_FALSE(table->tracks_file(1, 40));
+}
