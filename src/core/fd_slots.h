@@ -40,14 +40,9 @@ class FdSlots {
   // The slot of `fd` (0 <= fd < kSlots), its chunk mapped if needed: a store there is seen by load. If no
   // memory can be mapped, a slot of no descriptor (what is stored there is never read back as fd's).
   std::atomic<T*>& operator[](int fd) {
-    if (static_cast<unsigned>(fd) < kSlots) note_used(static_cast<unsigned>(fd));
-    if (static_cast<unsigned>(fd) < kInline) return low_[fd];
-    std::atomic<T*>* chunk = chunk_for(static_cast<unsigned>(fd), true);
-    if (!chunk) {
-      sink_.store(nullptr, std::memory_order_relaxed);
-      return sink_;
-    }
-    return chunk[(static_cast<unsigned>(fd) - kInline) % kChunk];
+    if (std::atomic<T*>* slot = reserve_slot(fd)) return *slot;
+    sink_.store(nullptr, std::memory_order_relaxed);
+    return sink_;
   }
   // The first number from `fd` on, up to `last`, whose group ever held a pointer (every number of such a
   // group is returned in turn); last + 1 if none. For scans: for (fd = next_used(0, last); fd <= last;
@@ -65,8 +60,8 @@ class FdSlots {
     }
     return last + 1;
   }
-  // What operator[] gives, once: fd's slot, its chunk mapped and its group marked used (for a store that
-  // comes later), or null when fd is out of range or no memory can be mapped.
+  // fd's slot, its chunk mapped and its group marked used (for a store that comes later), or null when fd
+  // is out of range or no memory can be mapped (operator[] then gives the sink).
   std::atomic<T*>* reserve_slot(int fd) {
     if (static_cast<unsigned>(fd) >= kSlots) return nullptr;
     note_used(static_cast<unsigned>(fd));
