@@ -94,6 +94,11 @@ inline bool read_only_open_of_no_interest(int flags) {
   return !is_write_open(flags) && !g_config->trace && !any_held_sessions();
 }
 
+// Whether the runtime state (read by the caller) is a mode in force, enforce or audit: g_config is set.
+constexpr bool settled(int state) {
+  return state == static_cast<int>(RuntimeState::kEnforce) || state == static_cast<int>(RuntimeState::kAudit);
+}
+
 // open_slow's other opens: a read-only one (traced, or with held sessions), or any before the mode is
 // settled (the first open may initialize).
 template <typename Call>
@@ -111,10 +116,7 @@ template <typename Call>
 // to open_deciding without a frame of its own (issue 27: every write open's); any other, out of line.
 template <typename Call>
 [[gnu::noinline]] int open_slow(const char* function, int dirfd, const char* path, int flags, Call call) {
-  const int state = g_runtime_state.load(std::memory_order_acquire);
-  const bool settled =
-      state == static_cast<int>(RuntimeState::kEnforce) || state == static_cast<int>(RuntimeState::kAudit);
-  if (__builtin_expect(settled && is_write_open(flags), 1))
+  if (__builtin_expect(settled(g_runtime_state.load(std::memory_order_acquire)) && is_write_open(flags), 1))
     return open_deciding(function, dirfd, path, flags, call);
   return open_slow_otherwise(function, dirfd, path, flags, call);
 }
@@ -124,9 +126,7 @@ template <typename Call>
                                             Call&& call) {
   const int state = g_runtime_state.load(std::memory_order_acquire);
   if (__builtin_expect(state == static_cast<int>(RuntimeState::kOff), 1)) return call(flags);
-  const bool settled =
-      state == static_cast<int>(RuntimeState::kEnforce) || state == static_cast<int>(RuntimeState::kAudit);
-  if (__builtin_expect(settled && read_only_open_of_no_interest(flags), 1))
+  if (__builtin_expect(settled(state) && read_only_open_of_no_interest(flags), 1))
     return forget_if_stale(call(flags));
   return open_slow(function, dirfd, path, flags, call);
 }
