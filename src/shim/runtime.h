@@ -99,10 +99,9 @@ void run_fork_child();
 // again, for its own log).
 class OncePerProcess {
  public:
-  bool first_time() {
-    const pid_t pid = static_cast<pid_t>(syscall(SYS_getpid));
-    return told_.exchange(pid, std::memory_order_relaxed) != pid;
-  }
+  bool first_time() { return first_time_in(static_cast<pid_t>(syscall(SYS_getpid))); }
+  // The same where the caller has this process's pid already.
+  bool first_time_in(pid_t pid) { return told_.exchange(pid, std::memory_order_relaxed) != pid; }
 
  private:
   std::atomic<pid_t> told_{0};

@@ -178,9 +178,9 @@ void notice_once(OncePerProcess& once, const char* text) {
   if (once.first_time()) say_notice(text);
 }
 
-// The process that said the layer is unavailable (OncePerProcess's rule, a fork child says it again), kept
-// here so that each guarded open after that asks one getpid: it formatted the line and asked two before.
-constinit std::atomic<pid_t> g_unavailable_said_by{0};
+// The layer is unavailable: said once per process, with the pid the owner check asked for (each guarded
+// open after that asks one getpid: it formatted the line and asked two before).
+constinit OncePerProcess g_told_unavailable;
 
 // Descriptors created with O_CREAT|O_EXCL that the library does not guard (note_exclusive_create): the
 // creating thread's selector stays BLOCK while one is open. Under g_exclusive_lock, taken with every
@@ -266,8 +266,7 @@ void on_live_files_changed(bool any, bool by_owner) {
     if (g_say_unavailable &&
         g_state.load(std::memory_order_acquire) == static_cast<int>(LayerState::kUnavailable)) {
       const pid_t owner = file_table_owner_pid();  // 0 in a child sharing our memory: it says nothing
-      if (owner != 0 && g_unavailable_said_by.exchange(owner, std::memory_order_relaxed) != owner)
-        say_layer_unavailable();
+      if (owner != 0 && g_told_unavailable.first_time_in(owner)) say_layer_unavailable();
     }
     return;
   }
