@@ -28,9 +28,6 @@ constinit LogSink g_sink;
 constinit Lock g_report_lock;
 bool (*g_may_load_unwinder)() = nullptr;  // set_unwinder_loading_check
 bool g_python_stack = true;
-// APPENDGUARD_TRACE=1: native stacks are kept whole (StackScope::kWhole); otherwise cut to the culprit
-// (g_native_scope, report.h, says the same).
-bool g_whole_native = false;
 char g_report_text[64 * 1024];
 // Set while this thread holds the report lock: a signal handler whose call is refused while its thread
 // is writing a report must not wait for that lock (it would never be released).
@@ -374,7 +371,6 @@ void configure_reporter(const Config& config) {
   g_sink.configure(config.log_target.c_str());
   g_backtrace_frames = config.backtrace_frames;
   g_python_stack = config.python_stack;
-  g_whole_native = config.trace;
   g_native_scope = config.trace ? StackScope::kWhole : StackScope::kCulprit;
   g_json = config.json;
   if (config.trace) configure_trace_buffers(write_trace_batch, config.json);
@@ -389,8 +385,9 @@ void set_unwinder_loading_check(bool (*may_load)()) {
 
 namespace {
 
-StackScope native_scope() {
-  return g_whole_native ? StackScope::kWhole : StackScope::kCulprit;
+// APPENDGUARD_TRACE=1: native stacks are kept whole; otherwise cut to the culprit (g_native_scope).
+bool whole_native() {
+  return g_native_scope == StackScope::kWhole;
 }
 
 // Inside a signal handler, possibly: on the signal stack, or a signal that has a handler is blocked (a
@@ -432,7 +429,7 @@ int capture_open_site_slowly(void** frames, int max_frames, uintptr_t hook_cfa) 
   if (g_backtrace_frames <= 0 || max_frames <= 0) return 0;
   if (!unwinder_ready()) return unwinder_unavailable() ? 0 : kSiteNotRecorded;
   return capture_loaded_addresses(frames, max_frames < g_backtrace_frames ? max_frames : g_backtrace_frames,
-                                  native_scope(), hook_cfa);
+                                  g_native_scope, hook_cfa);
 }
 
 void record_seek_site(SeekSite& site, const char* function, int64_t offset, int whence, uint64_t position,
@@ -454,7 +451,7 @@ void record_seek_site(SeekSite& site, const char* function, int64_t offset, int 
       int frames = g_backtrace_frames < kSeekFrames ? g_backtrace_frames : kSeekFrames;
       // In a Python thread the unwinding stops at the interpreter's loop: the Python frames tell the rest
       // (without them, the 16 frames above it do), and no signal frame below it can matter.
-      capture_stack(scratch->stack, frames, 1, scratch->unwind, native_scope(), !g_whole_native);
+      capture_stack(scratch->stack, frames, 1, scratch->unwind, g_native_scope, !whole_native());
       for (int i = 0; i < scratch->stack.count; ++i) site.frames[i] = scratch->stack.frames[i];
       site.frame_count = scratch->stack.count;
       site.reached_bottom = scratch->stack.reached_bottom;
@@ -489,7 +486,7 @@ constexpr char kOpenNotRecorded[] =
 ShownStacks choose_frames(const Violation& v, const CapturedStack& stack, bool unwind, bool has_python) {
   ShownStacks shown;
   shown.native_count = stack.count;
-  if (unwind && !g_whole_native) {
+  if (unwind && !whole_native()) {
     shown.native_count = frames_that_matter(stack.frames, stack.count, has_python, stack.reached_bottom);
     if (shown.native_count < stack.count)
       shown.native_below = stack.count - shown.native_count + stack.frames_beyond;
@@ -498,7 +495,7 @@ ShownStacks choose_frames(const Violation& v, const CapturedStack& stack, bool u
   if (v.left_end_at && v.left_end_at->recorded.load(std::memory_order_acquire)) shown.seek = v.left_end_at;
   if (const SeekSite* seek = shown.seek; seek && unwind) {
     shown.seek_count = seek->frame_count < kSeekFrames ? seek->frame_count : kSeekFrames;
-    if (!g_whole_native) {
+    if (!whole_native()) {
       shown.seek_count =
           frames_that_matter(seek->frames, shown.seek_count, seek->python_size > 0, seek->reached_bottom);
     }
@@ -510,7 +507,7 @@ ShownStacks choose_frames(const Violation& v, const CapturedStack& stack, bool u
     // Fewer frames than asked for: the capture reached the thread's start.
     bool reached_bottom =
         shown.opened_count < (g_backtrace_frames < kOpenFrames ? g_backtrace_frames : kOpenFrames);
-    if (!g_whole_native && shown.opened_count > 0)
+    if (!whole_native() && shown.opened_count > 0)
       shown.opened_count = frames_that_matter(d->site.frames, shown.opened_count, has_python, reached_bottom);
   }
   return shown;
@@ -565,7 +562,7 @@ void report_violation(const Violation& v) {
   size_t stack_left = g_backtrace_frames > 0 ? signal_stack_left() : SIZE_MAX;
   bool unwind = scratch && stack_left >= kUnwinderStack;
   if (unwind) unwinder_ready();  // loaded at the first stack needed (not on a signal stack: see above)
-  if (unwind) capture_stack(stack, g_backtrace_frames, 2, scratch->unwind, native_scope());
+  if (unwind) capture_stack(stack, g_backtrace_frames, 2, scratch->unwind, g_native_scope);
   // Read before taking the report lock: it may wait for the GIL, whose holder may be reporting too.
   TextBuffer python(scratch ? scratch->python_text : nullptr, scratch ? sizeof scratch->python_text : 0);
   bool has_python = scratch && g_python_stack && !stack.in_signal_handler && format_python_stack(python, 32);
