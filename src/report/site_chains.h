@@ -94,26 +94,29 @@ __attribute__((no_sanitize("address", "thread"))) inline bool on_the_stack(const
   return true;
 }
 
+// `chain`'s kept frames written to `frames` if it was recorded at `cfa` for `request` and is on the stack
+// now: their count; else -1.
+inline int read_back(const SiteChain& chain, uintptr_t cfa, uint32_t request, void** frames) {
+  if (chain.cfa != cfa || chain.request != request || !on_the_stack(chain, cfa, frames)) return -1;
+  return chain.links > chain.first_kept ? chain.links - chain.first_kept : 0;
+}
+
 }  // namespace site_chains_detail
 
 inline int SiteChains::find(uintptr_t cfa, uint32_t request, void** frames) {
   // The chain found (or recorded) last first: a program opens from one place again and again.
   for (unsigned k = 0, i = last_found_; k < kChains; ++k, i = (i + 1) % kChains) {
-    const SiteChain& chain = chains_[i];
-    if (chain.cfa != cfa || chain.request != request) continue;
-    if (site_chains_detail::on_the_stack(chain, cfa, frames)) {
+    const int count = site_chains_detail::read_back(chains_[i], cfa, request, frames);
+    if (count >= 0) {
       last_found_ = i;
-      return chain.links > chain.first_kept ? chain.links - chain.first_kept : 0;
+      return count;
     }
   }
   return -1;
 }
 
 inline int SiteChains::find_last(uintptr_t cfa, uint32_t request, void** frames) const {
-  const SiteChain& chain = chains_[last_found_];
-  if (chain.cfa != cfa || chain.request != request || !site_chains_detail::on_the_stack(chain, cfa, frames))
-    return -1;
-  return chain.links > chain.first_kept ? chain.links - chain.first_kept : 0;
+  return site_chains_detail::read_back(chains_[last_found_], cfa, request, frames);
 }
 
 }  // namespace appendguard
