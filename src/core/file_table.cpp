@@ -306,13 +306,13 @@ Description* FileTable::track_reserved(int fd, Description* d, const OpenedFile&
                                                                          int fd, Description* d,
                                                                          TrackedFile* file, bool created,
                                                                          const OpenedFile& opened) {
+  // A file tracked just now holds the opened size and reserves nothing, and no other thread can reach it
+  // (only through the registry we hold, or a description, and none refers to it yet): no lock.
   if (!created) {
     // A file already open here may have bytes the filesystem does not report yet (HDFS shows only
     // flushed data), so the larger end wins, unless this open truncated the file. A size within a
     // deferred preallocation is not the program's bytes: the kernel may hold the reserved zeros already
-    // (shim/deferred_prealloc.cpp), and the writes go on where the program's bytes end. A file tracked just
-    // now holds the opened size and reserves nothing, and no other thread can reach it (only through the
-    // registry we hold, or a description, and none refers to it yet): no lock.
+    // (shim/deferred_prealloc.cpp), and the writes go on where the program's bytes end.
     FileLockGuard file_guard(file);
     const bool within_reservation = file->reserved_size != 0 && opened.size <= file->reserved_size;
     if (opened.truncated || file->descriptions == 1 ||
