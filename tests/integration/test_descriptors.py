@@ -34,6 +34,24 @@ class CarriedAcrossExecTest(TempDirTest):
         self.assertEqual(read_bytes(self.path("t.safetensors")), b"0123456789")
 
 
+class VforkExecTest(TempDirTest):
+    """A rewritten O_RDWR descriptor carried by an exec made in a vfork child (the way Python's subprocess
+    starts a program): the new program's write at its position is refused, as after fork + exec."""
+
+    def check(self, how):
+        path = self.path("v.safetensors")
+        proc = run([program(PROBE), "vfork_exec", path, how], APPENDGUARD_BACKTRACE="0")
+        self.assertOk(proc)
+        facts = (results(proc.stdout).get("child_status"), read_bytes(path), len(violations(proc.stderr)))
+        self.assertEqual(facts, ("1", b"0123456789", 1), proc.stdout + proc.stderr)
+
+    def test_made_the_childs_stdout(self):
+        self.check("stdout")
+
+    def test_kept_by_clearing_close_on_exec(self):
+        self.check("keep")
+
+
 class ChildSharingMemoryTest(TempDirTest):
     """Item 3: an open in a child that shares our memory is left as asked, and said once."""
 

@@ -59,6 +59,38 @@ static int case_write_at_position(int fd) {
   return 0;
 }
 
+// The same through vfork + execl, as Python's subprocess starts a child: the target is opened O_RDWR and
+// close-on-exec, and the vfork child either makes it its stdout (dup2, then closes the original) or clears
+// its close-on-exec flag; the new program writes at the inherited position (0) and exits 1 if the write
+// is refused, 0 if it went through. The child's records are made in the vfork child, which shares our
+// memory and cannot change our table (hooks_exec.cpp).
+static int case_vfork_exec(const char* path, const char* how) {
+  int fd = open_existing(path, O_RDWR | O_CLOEXEC);
+  if (fd < 0) return 3;
+  const int as_stdout = !strcmp(how, "stdout");
+  char number[16];
+  snprintf(number, sizeof number, "%d", as_stdout ? 1 : fd);
+  pid_t child = vfork();
+  if (child == 0) {
+    if (as_stdout) {
+      if (dup2(fd, 1) != 1) _exit(5);
+      close(fd);
+    } else if (fcntl(fd, F_SETFD, 0) != 0) {
+      _exit(5);
+    }
+    execl("/proc/self/exe", "descriptors", "write_or_fail", number, (char*)NULL);
+    _exit(4);
+  }
+  int status = 0;
+  if (child < 0 || waitpid(child, &status, 0) != child) return 3;
+  show("child_status", WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+  return 0;
+}
+
+static int case_write_or_fail(int fd) {
+  return write(fd, "XY", 2) == 2 ? 0 : 1;
+}
+
 // ---------------------------------------------------------------- item 3: opens in a vfork child
 
 static int vfork_child_writes(const char* path) {
@@ -286,6 +318,8 @@ int main(int argc, char** argv) {
   if (!strcmp(c, "many_carried"))
     return case_many_carried(argv[2], atoi(argv[3]), !strcmp(argv[4], "cloexec"));
   if (!strcmp(c, "write_at_position")) return case_write_at_position(atoi(argv[2]));
+  if (!strcmp(c, "vfork_exec")) return case_vfork_exec(argv[2], argv[3]);
+  if (!strcmp(c, "write_or_fail")) return case_write_or_fail(atoi(argv[2]));
   if (!strcmp(c, "vfork_child_pwrite")) return case_vfork_child_pwrite(argv[2], argv[3]);
   if (!strcmp(c, "self_sent")) return case_self_sent(argv[2]);
   if (!strcmp(c, "received_rewritten")) return case_received_rewritten(argv[2]);
