@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -70,6 +71,10 @@ __attribute__((tls_model("initial-exec"))) constinit thread_local char t_selecto
 // libc's executable segment: calls from there are never trapped.
 constinit uintptr_t g_libc_text = 0;
 constinit size_t g_libc_text_size = 0;
+// The dynamic loader's (ld.so's) executable segment: its calls are trapped (the kernel allows one range),
+// but they are its own work, never the program's: loading libraries, and LD_DEBUG's lines.
+constinit uintptr_t g_loader_text = 0;
+constinit size_t g_loader_text_size = 0;
 
 enum class LayerState : int { kNotStarted, kArmed, kUnavailable };
 constinit std::atomic<int> g_state{static_cast<int>(LayerState::kNotStarted)};
@@ -132,6 +137,14 @@ bool find_libc_text() {
   g_libc_text = search.start;
   g_libc_text_size = search.size;
   return search.size != 0;
+}
+
+// ld.so is the object loaded at AT_BASE (0 when the program was started by running ld.so itself).
+void find_loader_text() {
+  TextSearch search{static_cast<uintptr_t>(getauxval(AT_BASE)), 0, 0};
+  if (search.address != 0) dl_iterate_phdr(find_text, &search);
+  g_loader_text = search.start;
+  g_loader_text_size = search.size;
 }
 
 int arm_thread() {
@@ -525,8 +538,21 @@ void on_sigsys(int sig, siginfo_t* info, void* context) {
   greg_t* g = uc->uc_mcontext.gregs;
   Registers r{info->si_syscall, g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]};
   if (__builtin_expect(g_exclusive_count.load(std::memory_order_relaxed) != 0, 0)) sweep_exclusive();
+  const RawCall call = classify_raw_call(r.number);
+  // A call of the loader's (its syscall instruction just before the frame's rip) is performed as it is:
+  // through the guard, a line LD_DEBUG printed while a guard's libc function was resolved (dlsym) had
+  // that guard resolve it again, whose line was trapped again, until the stack ran out (SIGSEGV in every
+  // program under LD_DEBUG=bindings once it held a guarded file). Signal masks and actions still take
+  // their way: a mask set here is the signal frame's, and SIGSYS stays ours.
+  if (__builtin_expect(call != RawCall::kPass, 0) &&
+      static_cast<uintptr_t>(g[REG_RIP]) - 1 - g_loader_text < g_loader_text_size &&
+      call != RawCall::kSigprocmask && call != RawCall::kSigaction) {
+    g[REG_RAX] = perform_unchanged(r);
+    errno = saved_errno;
+    return;
+  }
   long result;
-  if (__builtin_expect(classify_raw_call(r.number) == RawCall::kPass, 1)) {
+  if (__builtin_expect(call == RawCall::kPass, 1)) {
     result = perform_unchanged(r);
   } else {
     ++t_raw_calls_in_progress;
@@ -590,6 +616,7 @@ void start_syscall_dispatch(const Config& config) {
   if (!libc_version_at_least(gnu_get_libc_version(), 2, 34))
     return unavailable("glibc before 2.34 (libpthread's own system calls would all be trapped)", 0);
   if (!find_libc_text()) return unavailable("libc's text was not found", 0);
+  find_loader_text();
   // Armed first with ALLOW, to learn whether the kernel allows it before taking SIGSYS (auto disarms
   // below unless this thread already holds a guarded file).
   if (int error = arm_thread()) {

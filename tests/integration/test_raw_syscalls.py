@@ -38,6 +38,16 @@ class RawSyscallsTest(TempDirTest):
         self.assertEqual(len([v for v in violations(err) if " pwrite64 " in v]), 1, err)
         self.assertEqual(read_bytes(os.path.join(self.dir, "witness.safetensors")), b"abcdefgh")
 
+    def test_the_loaders_own_calls_under_ld_debug_after_a_guarded_open(self):
+        # LD_DEBUG=bindings: the loader writes a line per symbol bound after the guarded open, from its own
+        # text (trapped). Before: the guard of that write resolved libc's writev by a dlsym, whose own line
+        # was trapped and guarded again, until the stack ran out: SIGSEGV (exit 139) in every such program.
+        r, err = self.probe("pwrite", LD_DEBUG="bindings")
+        self.assertEqual(r["pwrite64_at_0"], str(-95))
+        self.assertEqual(len([v for v in violations(err) if " pwrite64 " in v]), 1, err[-3000:])
+        self.assertIn("binding file", err)
+        self.assertEqual(read_bytes(os.path.join(self.dir, "witness.safetensors")), b"abcdefgh")
+
     def test_libcs_syscall_function_takes_the_same_decisions(self):
         r, err = self.probe("libc_syscall")
         self.assertEqual(r["syscall_pwrite64_at_0"], "-1 errno=95")
