@@ -133,6 +133,16 @@ class RobustnessTest(TempDirTest):
         self.assertOk(proc)
         self.assertEqual(results(proc.stdout)["failures"], "0", proc.stderr)
 
+    def test_the_processs_first_guarded_calls_fit_a_small_thread_stack(self):
+        # The first guarded open reads the mount table (at its first use since issue 27): on a thread of
+        # 18 KiB, with no call made before on the main thread, it overflowed the stack (a 16 KiB read buffer
+        # in the frame: SIGSEGV). The library's first-use work runs on a stack of its own.
+        if os.environ.get("APPENDGUARD_TEST_SANITIZER_RUNTIME"):
+            self.skipTest("sanitizer build: instrumented frames are several times larger")
+        proc = run([program("stack_budget"), self.stack_budget_dir("first"), "first", str(16384 + self.STACK_BUDGET)])
+        self.assertOk(proc)
+        self.assertEqual(results(proc.stdout)["failures"], "0", proc.stderr)
+
     def test_the_stack_each_hook_adds_is_within_the_budget(self):
         if os.environ.get("APPENDGUARD_TEST_SANITIZER_RUNTIME"):
             self.skipTest("sanitizer build: instrumented frames are several times larger")

@@ -4,6 +4,8 @@
 // The program is linked with -z now, so that no lazy binding runs in the measured calls.
 // Usage: stack_budget DIR measure          prints "NAME=BYTES" per operation
 //        stack_budget DIR run STACK_BYTES  runs them all on a thread of that stack (guard page below)
+//        stack_budget DIR first STACK_BYTES  the same with no first pass on the main thread: the thread
+//                                            makes the process's first calls (the library's first-use work)
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
@@ -233,6 +235,7 @@ int main(int argc, char** argv) {
   if (g_dirfd < 0) return 3;
   memset(g_buffer, 'x', sizeof g_buffer);
   g_measure = !strcmp(argv[2], "measure");
+  const int warm = strcmp(argv[2], "first") != 0;
   size_t size = g_measure ? (size_t)1 << 20 : strtoul(argv[3], NULL, 0);
   long page = sysconf(_SC_PAGESIZE);
   char* region = mmap(NULL, size + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -240,7 +243,7 @@ int main(int argc, char** argv) {
   g_stack = region + page;
   // A first pass on the main thread: what is measured is the common path, not the first call of each
   // function (the loader's lazy binding, our first-call resolution of libc's functions).
-  for (size_t i = 0; i < OP_COUNT; ++i) g_ops[i].run();
+  for (size_t i = 0; warm && i < OP_COUNT; ++i) g_ops[i].run();
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   if (pthread_attr_setstack(&attr, g_stack, size) != 0) return 5;
