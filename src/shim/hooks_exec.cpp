@@ -25,8 +25,6 @@ using namespace appendguard;
 
 namespace {
 
-constexpr size_t kMaxEnvironment = 1 << 16;
-
 // The settings that decide which descriptors are guarded, as this process read them at start-up, and as
 // an exec passes them on: when they are the same, the records of an exact exec are every guarded
 // descriptor the new program holds (CarrierReader::complete). FNV-1a over the two values, an unset one
@@ -82,8 +80,8 @@ void for_each_carried(bool exact, Each&& each) {
   }
 }
 
-// Memory for the records and the variable, from the kernel: this may run in a vfork child (no malloc),
-// and the stack of a small thread cannot hold thousands of records.
+// Memory for the new environment, the records and the variable, from the kernel: this may run in a vfork
+// child (no malloc), and the stack of a small thread cannot hold thousands of pointers or records.
 class CarrierMemory {
  public:
   explicit CarrierMemory(size_t bytes) : bytes_(bytes) {
@@ -142,21 +140,26 @@ int exec_carrying(const char* operation, char* const* envp, Exec&& exec, bool sp
   // are every guarded descriptor it holds (even none), so that it does not look at the others (issue 27).
   const bool exact = !spawns && owns_file_table();
   size_t entries = 0;
-  while (envp && envp[entries] && entries < kMaxEnvironment) ++entries;
-  const bool complete =
-      exact && entries < kMaxEnvironment && guarding_settings_in(envp, entries) == g_guarding_settings;
+  // Every entry, however many: the kernel bounds the environment (E2BIG), and from 65,536 on nothing was
+  // carried, silently (test_descriptors ExecFromASmallThreadTest).
+  while (envp && envp[entries]) ++entries;
+  const bool complete = exact && guarding_settings_in(envp, entries) == g_guarding_settings;
   if (!complete && !g_files.any_tracked()) return exec(envp);
   size_t count = 0;
   for_each_carried(exact, [&](int, Description*) { ++count; });
-  if ((count == 0 && !complete) || entries >= kMaxEnvironment) return exec(envp);
+  if (count == 0 && !complete) return exec(envp);
+  // The new environment's pointers first (not on the stack: 3,000 variables are 24 KB, more than a small
+  // thread has), then the records, then the variable's text.
+  const size_t envp_bytes = (entries + 2) * sizeof(char*);
   const size_t records_bytes = count * sizeof(CarriedFd);
-  CarrierMemory memory(records_bytes + carried_fds_capacity(count));
+  CarrierMemory memory(envp_bytes + records_bytes + carried_fds_capacity(count));
   if (!memory.get()) {
     say_not_carried(operation, count);
     return exec(envp);
   }
-  auto* fds = static_cast<CarriedFd*>(memory.get());
-  char* carrier = static_cast<char*>(memory.get()) + records_bytes;
+  auto* carried_envp = static_cast<char**>(memory.get());
+  auto* fds = reinterpret_cast<CarriedFd*>(static_cast<char*>(memory.get()) + envp_bytes);
+  char* carrier = static_cast<char*>(memory.get()) + envp_bytes + records_bytes;
   size_t n = 0;
   for_each_carried(exact, [&](int fd, Description* d) {
     if (n == count) return;  // a descriptor tracked meanwhile by another thread
@@ -175,7 +178,6 @@ int exec_carrying(const char* operation, char* const* envp, Exec&& exec, bool sp
   count = n;
   format_carried_fds({static_cast<pid_t>(syscall(SYS_getpid)), spawns, complete}, fds, count, carrier,
                      carried_fds_capacity(count));
-  char** carried_envp = static_cast<char**>(__builtin_alloca((entries + 2) * sizeof(char*)));
   size_t e = 0;
   for (size_t i = 0; i < entries; ++i) {
     if (!is_carrier(envp[i])) carried_envp[e++] = envp[i];

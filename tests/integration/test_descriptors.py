@@ -52,6 +52,32 @@ class VforkExecTest(TempDirTest):
         self.check("keep")
 
 
+class ExecFromASmallThreadTest(TempDirTest):
+    """An exec carries the guarded descriptors whatever the thread's stack and the environment's size."""
+
+    def test_a_large_environment_is_not_copied_onto_the_threads_stack(self):
+        # 3,000 variables: the environment with the carried value added (24 KB of pointers) was built on the
+        # exec'ing thread's stack; a thread of 16 KiB died of SIGSEGV (exit -11). Without the library the exec
+        # works there.
+        path = self.path("t.safetensors")
+        variables = {f"FILLER_{i}": "x" for i in range(3000)}
+        proc = run([program(PROBE), "exec_in_small_thread", path, "16384"], APPENDGUARD_BACKTRACE="0", **variables)
+        self.assertOk(proc)
+        self.assertEqual(results(proc.stdout)["write_at_position"], "-1 errno=95", proc.stderr)
+        self.assertEqual(read_bytes(path), b"0123456789")
+
+    def test_an_environment_of_70000_variables_still_carries_the_descriptor(self):
+        # From 65,536 variables on nothing was carried, and nothing said: the new program adopted the
+        # descriptor as O_APPEND and its write at position 0 appended (write_at_position=2, 0123456789XY).
+        path = self.path("t.safetensors")
+        variables = {f"FILLER_{i}": "x" for i in range(70000)}
+        proc = run([program(PROBE), "exec_in_small_thread", path, str(1 << 20)], APPENDGUARD_BACKTRACE="0",
+                   **variables)
+        self.assertOk(proc)
+        self.assertEqual(results(proc.stdout)["write_at_position"], "-1 errno=95", proc.stderr)
+        self.assertEqual(read_bytes(path), b"0123456789")
+
+
 class ChildSharingMemoryTest(TempDirTest):
     """Item 3: an open in a child that shares our memory is left as asked, and said once."""
 

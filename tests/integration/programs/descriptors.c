@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -85,6 +86,31 @@ static int case_vfork_exec(const char* path, const char* how) {
   if (child < 0 || waitpid(child, &status, 0) != child) return 3;
   show("child_status", WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
   return 0;
+}
+
+// The exec made by a thread of `stack_bytes` (a guard page below): the target is carried as in
+// many_carried, whatever the environment's size (the program's environment is copied with the carried
+// value added: not on this thread's stack).
+static const char* g_exec_path;
+static void* exec_in_thread(void* arg) {
+  (void)arg;
+  int fd = open_existing(g_exec_path, O_RDWR);
+  if (fd < 0) return NULL;
+  char number[16];
+  snprintf(number, sizeof number, "%d", fd);
+  execl("/proc/self/exe", "descriptors", "write_at_position", number, (char*)NULL);
+  return NULL;
+}
+
+static int case_exec_in_small_thread(const char* path, size_t stack_bytes) {
+  g_exec_path = path;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  if (pthread_attr_setstacksize(&attr, stack_bytes) != 0) return 5;
+  pthread_t thread;
+  if (pthread_create(&thread, &attr, exec_in_thread, NULL) != 0) return 6;
+  pthread_join(thread, NULL);
+  return 4;  // the exec failed
 }
 
 static int case_write_or_fail(int fd) {
@@ -320,6 +346,8 @@ int main(int argc, char** argv) {
   if (!strcmp(c, "write_at_position")) return case_write_at_position(atoi(argv[2]));
   if (!strcmp(c, "vfork_exec")) return case_vfork_exec(argv[2], argv[3]);
   if (!strcmp(c, "write_or_fail")) return case_write_or_fail(atoi(argv[2]));
+  if (!strcmp(c, "exec_in_small_thread"))
+    return case_exec_in_small_thread(argv[2], strtoul(argv[3], NULL, 0));
   if (!strcmp(c, "vfork_child_pwrite")) return case_vfork_child_pwrite(argv[2], argv[3]);
   if (!strcmp(c, "self_sent")) return case_self_sent(argv[2]);
   if (!strcmp(c, "received_rewritten")) return case_received_rewritten(argv[2]);
