@@ -7,6 +7,8 @@
 // the thread's remembered sites (report/site_chains.h) above it, unmapped when the thread exits.
 #pragma once
 
+#include <type_traits>
+
 #include "core/hidden.h"
 #include "report/site_chains.h"
 
@@ -18,6 +20,12 @@ void init_site_stack();
 // Runs fn(arg) on this thread's site stack. Runs it where it is when already on it (a signal handler that
 // interrupted a recording), when no memory can be mapped, and in sanitizer builds (which track the stack).
 void run_on_site_stack(void (*fn)(void*), void* arg);
+// The same for a callable (a lambda that captures what it needs by reference).
+template <typename Work>
+void run_on_site_stack(Work&& work) {
+  using Callable = std::remove_reference_t<Work>;
+  run_on_site_stack([](void* callable) { (*static_cast<Callable*>(callable))(); }, static_cast<void*>(&work));
+}
 
 // This thread's remembered open sites, in the same mapping, above the stack (mapped here if it was not
 // yet; in sanitizer builds too); null if no memory can be mapped. Inline: every guarded open asks (issue

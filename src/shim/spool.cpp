@@ -24,6 +24,7 @@
 #include "core/rename_plan.h"
 #include "core/write_all.h"
 #include "report/report.h"
+#include "report/site_stack.h"
 #include "shim/guard_open.h"
 #include "shim/guarded_paths.h"
 #include "shim/held_file.h"
@@ -637,9 +638,12 @@ int upload_spooled_at_close(int fd, Description* d) {
   const bool replaced_on_store = !renamed && store_has(name);
   if (!replaced_on_store && spool_sizes(fd, end, total) && (!renamed || total != uploaded)) {
     InternalScope internal;
-    // Never renamed: a new file, as the program created it (O_EXCL: never over a file made meanwhile).
-    error = upload(renamed ? "written again after its rename, uploaded" : "closed, uploaded", name, fd, end,
-                   total, name, renamed ? 0 : RENAME_NOREPLACE, nullptr);
+    // Never renamed: a new file, as the program created it (O_EXCL: never over a file made meanwhile). On
+    // the thread's site stack, as the rename's store paths (hooks_rename.cpp): a close in a small thread.
+    run_on_site_stack([&] {
+      error = upload(renamed ? "written again after its rename, uploaded" : "closed, uploaded", name, fd, end,
+                     total, name, renamed ? 0 : RENAME_NOREPLACE, nullptr);
+    });
   }
   {
     SpoolGuard guard;
