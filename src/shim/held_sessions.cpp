@@ -16,6 +16,7 @@
 
 #include "core/open_flags.h"
 #include "report/report.h"
+#include "report/site_stack.h"
 #include "report/summary.h"
 #include "shim/guard_descriptor.h"
 #include "shim/guarded_paths.h"
@@ -326,7 +327,9 @@ void close_parked_numbers() {
   });
 }
 
-bool hold_instead_of_close(int fd, Description* d) {
+namespace {
+
+bool hold_here(int fd, Description* d) {
   if (current_mode() != Mode::kEnforce || g_exiting.load(std::memory_order_relaxed)) return false;
   if (flush_ends_upload(d) && owns_file_table() && !g_files.is_last_descriptor_of_file(fd) && park(fd, d))
     return true;
@@ -388,8 +391,21 @@ bool hold_instead_of_close(int fd, Description* d) {
   return true;
 }
 
-bool take_held_for_open(dev_t device, ino_t inode, int flags, HeldReuse& out) {
-  if (!any_held_sessions() || !owns_file_table()) return false;
+}  // namespace
+
+// The held sessions' work copies sessions, each with its 4 KiB path, in its frames: on the thread's site
+// stack (report/site_stack.h), which a program's thread of 16 KiB does not have room for (a close that
+// held its file there died of SIGSEGV: e2e.test_small_stacks). Here and in the entries below, once a
+// session is there to work on.
+bool hold_instead_of_close(int fd, Description* d) {
+  bool held = false;
+  run_on_site_stack([&] { held = hold_here(fd, d); });
+  return held;
+}
+
+namespace {
+
+bool take_held_here(dev_t device, ino_t inode, int flags, HeldReuse& out) {
   HeldSession held;
   {
     HeldGuard guard;
@@ -406,8 +422,18 @@ bool take_held_for_open(dev_t device, ino_t inode, int flags, HeldReuse& out) {
   return false;
 }
 
-void commit_held_before_read(int dirfd, const char* path) {
-  if (!path || InternalScope::active() || !owns_file_table()) return;
+}  // namespace
+
+bool take_held_for_open(dev_t device, ino_t inode, int flags, HeldReuse& out) {
+  if (!any_held_sessions() || !owns_file_table()) return false;
+  bool taken = false;
+  run_on_site_stack([&] { taken = take_held_here(device, inode, flags, out); });
+  return taken;
+}
+
+namespace {
+
+void commit_held_before_read_here(int dirfd, const char* path) {
   char full_path[kMaxPath];
   if (!guarded_path_at(dirfd, path, full_path)) return;
   struct stat64 st;
@@ -422,17 +448,28 @@ void commit_held_before_read(int dirfd, const char* path) {
   errno = error;
 }
 
+}  // namespace
+
+void commit_held_before_read(int dirfd, const char* path) {
+  if (!path || InternalScope::active() || !owns_file_table()) return;
+  run_on_site_stack([&] { commit_held_before_read_here(dirfd, path); });
+}
+
 bool commit_held_file(dev_t device, ino_t inode, const char* when) {
   if (!any_held_sessions() || !owns_file_table()) return false;
-  HeldSession s;
-  {
-    HeldGuard guard;
-    if (!g_held.take_file(device, inode, s)) return false;
-  }
-  int error = errno;
-  commit(s, when);
-  errno = error;
-  return true;
+  bool committed = false;
+  run_on_site_stack([&] {
+    HeldSession s;
+    {
+      HeldGuard guard;
+      if (!g_held.take_file(device, inode, s)) return;
+    }
+    int error = errno;
+    commit(s, when);
+    errno = error;
+    committed = true;
+  });
+  return committed;
 }
 
 void start_held_committer() {
@@ -508,14 +545,16 @@ void commit_held_range(unsigned first, unsigned last, const char* when, bool par
   }
   if (!any_held_sessions() || !owns_file_table()) return;
   int error = errno;
-  while (true) {
-    HeldSession s;
-    {
-      HeldGuard guard;
-      if (g_held.take_range(first, last, &s, 1) == 0) break;
+  run_on_site_stack([&] {
+    while (true) {
+      HeldSession s;
+      {
+        HeldGuard guard;
+        if (g_held.take_range(first, last, &s, 1) == 0) break;
+      }
+      commit(s, when);
     }
-    commit(s, when);
-  }
+  });
   // A number in [first, last] the committer thread is closing now: the caller is about to install or
   // close descriptors there, so it waits until that close is done.
   while (true) {

@@ -7,6 +7,7 @@
 #include "report/site_stack.h"
 #include "shim/guarded_paths.h"
 #include "shim/hook.h"
+#include "shim/path_scratch.h"
 #include "shim/spool.h"
 #include "shim/store_refusal.h"
 #include "shim/syscall_dispatch.h"
@@ -20,8 +21,10 @@ namespace {
 template <typename Real>
 [[gnu::noinline]] int rename_traced(const char* operation, int old_dirfd, const char* old_path, int new_dirfd,
                                     const char* new_path, unsigned flags, Real&& real) {
-  char old_full[kMaxPath];
-  char new_full[kMaxPath];
+  PathLease lease(2);  // not on the stack (shim/path_scratch.h): a program's thread may have 16 KiB in all
+  char* old_full = lease.get(0);
+  char* new_full = lease.get(1);
+  if (!old_full || !new_full) return real();
   bool old_guarded = guarded_path_at(old_dirfd, old_path, old_full);
   bool new_guarded = guarded_path_at(new_dirfd, new_path, new_full);
   int result = real();
@@ -70,7 +73,9 @@ template <typename Real>
 template <typename Real>
 [[gnu::noinline]] int unlink_traced(const char* operation, int dirfd, const char* path, int flags,
                                     Real&& real) {
-  char full[kMaxPath];
+  PathLease lease(1);  // not on the stack, as rename_traced's
+  char* full = lease.get(0);
+  if (!full) return real();
   const bool guarded = guarded_path_at(dirfd, path, full);
   int result = real();
   if (guarded) {

@@ -43,6 +43,32 @@ class SmallStackSave(e2e_support.MountTest):
                 self.save(profile, "unrenamed")
 
 
+class SmallStackLocalDisk(harness.TempDirTest):
+    """The same saves on a local disk, traced (a rename's trace kept two 4 KiB paths in the thread's frame)
+    and with APPENDGUARD_REOPEN=hold (a held session kept two 4 KiB sessions there): both died of SIGSEGV."""
+
+    def save(self, mode, **variables):
+        proc = harness.run([PROGRAM, self.dir, "model.safetensors", str(STACK), mode], APPENDGUARD_BACKTRACE="0",
+                           **variables)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertEqual(read_bytes(os.path.join(self.dir, "model.safetensors")), b"0123456789abcdef")
+        return proc
+
+    def test_traced(self):
+        for mode in ("closed", "exclusive", "unrenamed"):
+            with self.subTest(mode=mode):
+                proc = self.save(mode, APPENDGUARD_TRACE="1")
+                if mode != "unrenamed":
+                    self.assertIn("appendguard: trace:", proc.stderr)
+                os.unlink(os.path.join(self.dir, "model.safetensors"))
+
+    def test_held(self):
+        for mode in ("closed", "exclusive", "unrenamed"):
+            with self.subTest(mode=mode):
+                self.save(mode, APPENDGUARD_REOPEN="hold")
+                os.unlink(os.path.join(self.dir, "model.safetensors"))
+
+
 def main():
     aofs.skip_or_fail_without_fuse("small-stack store tests")
     if not AOFS:
