@@ -75,10 +75,6 @@ std::vector<RcloneProcess> read_rclone_processes() {
   return found;
 }
 
-}  // namespace
-
-namespace {
-
 void load_mount_table_here() {
   std::string text;
   if (!read_mountinfo(text)) return;
