@@ -12,6 +12,7 @@
 // missed (docs/limits.md).
 #include "shim/held_sessions.h"
 #include "shim/hook.h"
+#include "shim/runtime.h"
 #include "shim/trace.h"
 
 using namespace appendguard;
@@ -24,6 +25,10 @@ __attribute__((visibility("hidden"), used)) void* appendguard_before_vfork() {
   if (__builtin_expect(any_held_sessions(), 0)) note_child_started();
   if (__builtin_expect(g_files.any_tracked(), 0) && current_mode() != Mode::kOff && tracing())
     trace("vfork", -1, "", 0, 0, "%s", "a child process: the sessions held now are not reused");
+  // The libc functions the child's exec calls, found here rather than by a dlsym in the child, which
+  // shares our memory and the loader's lock with the threads of ours that keep running (once found, three
+  // loads).
+  resolve_exec_functions();
   void* real = reinterpret_cast<void*>(real_vfork.get());
   errno = error;
   return real;

@@ -48,6 +48,19 @@ class VforkExecTest(TempDirTest):
     def test_made_the_childs_stdout(self):
         self.check("stdout")
 
+    def test_the_vfork_child_looks_up_no_symbol(self):
+        # The child shares our memory, the loader's lock included: libc's execve is found in the parent
+        # (hooks_vfork.cpp), not by a dlsym in the child. The loader's LD_DEBUG=bindings line for that lookup
+        # names the process that made it. Before: the child's pid.
+        path = self.path("v.safetensors")
+        proc = run([program(PROBE), "vfork_exec", path, "keep"], APPENDGUARD_BACKTRACE="0", LD_DEBUG="bindings")
+        self.assertOk(proc)
+        parent = results(proc.stdout)["parent_pid"]
+        lookups = [line.split(":")[0].strip() for line in proc.stderr.splitlines()
+                   if "libappendguard.so [0] to /" in line and "libc.so" in line and "normal symbol `execve'" in line]
+        self.assertTrue(lookups, proc.stderr[-2000:])
+        self.assertEqual(set(lookups), {parent}, [line for line in proc.stderr.splitlines() if "`execve'" in line])
+
     def test_kept_by_clearing_close_on_exec(self):
         self.check("keep")
 

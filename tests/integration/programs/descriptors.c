@@ -68,6 +68,7 @@ static int case_write_at_position(int fd) {
 static int case_vfork_exec(const char* path, const char* how) {
   int fd = open_existing(path, O_RDWR | O_CLOEXEC);
   if (fd < 0) return 3;
+  show("parent_pid", getpid());
   const int as_stdout = !strcmp(how, "stdout");
   char number[16];
   snprintf(number, sizeof number, "%d", as_stdout ? 1 : fd);
