@@ -6,11 +6,9 @@ program's exit, what each call returned, and the bytes in the backing directory.
 FUSE, unless APPENDGUARD_REQUIRE_FUSE=1 (CI), which makes it a failure.
 """
 import os
-import sys
-import unittest
 
 import e2e_support
-from e2e_support import AOFS, aofs, e2e_program, harness, read_bytes, results
+from e2e_support import e2e_program, harness, main, read_bytes, results
 
 PROGRAM = e2e_program("e2e_small_stack_store")
 STACK = 16384
@@ -67,16 +65,6 @@ class SmallStackLocalDisk(harness.TempDirTest):
             with self.subTest(mode=mode):
                 self.save(mode, APPENDGUARD_REOPEN="hold")
                 os.unlink(os.path.join(self.dir, "model.safetensors"))
-
-
-def main():
-    aofs.skip_or_fail_without_fuse("small-stack store tests")
-    if not AOFS:
-        print("FAIL: APPENDONLYFS is not set; run through ctest", file=sys.stderr)
-        sys.exit(1)
-    e2e_support.check_library_is_effective()
-    e2e_support.install_signal_handlers()
-    unittest.main(verbosity=2)
 
 
 if __name__ == "__main__":
