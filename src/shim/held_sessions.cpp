@@ -329,12 +329,8 @@ void close_parked_numbers() {
 
 namespace {
 
-bool hold_here(int fd, Description* d) {
-  if (current_mode() != Mode::kEnforce || g_exiting.load(std::memory_order_relaxed)) return false;
-  if (flush_ends_upload(d) && owns_file_table() && !g_files.is_last_descriptor_of_file(fd) && park(fd, d))
-    return true;
-  // A file with parked numbers is not held: its real close ends the upload, then they are closed.
-  if (!d->starts_session || parked_for(d->file->device, d->file->inode)) return false;
+// A close of a description that started a session, not parked: held, if the facts say so.
+bool hold_session(int fd, Description* d) {
   CloseFacts facts;
   facts.hold_mode = true;
   facts.started_session = true;
@@ -396,10 +392,15 @@ bool hold_here(int fd, Description* d) {
 // The held sessions' work copies sessions, each with its 4 KiB path, in its frames: on the thread's site
 // stack (report/site_stack.h), which a program's thread of 16 KiB does not have room for (a close that
 // held its file there died of SIGSEGV: e2e.test_small_stacks). Here and in the entries below, once a
-// session is there to work on.
+// session is there to work on; the tests that decide there is none stay on the caller's stack.
 bool hold_instead_of_close(int fd, Description* d) {
+  if (current_mode() != Mode::kEnforce || g_exiting.load(std::memory_order_relaxed)) return false;
+  if (flush_ends_upload(d) && owns_file_table() && !g_files.is_last_descriptor_of_file(fd) && park(fd, d))
+    return true;
+  // A file with parked numbers is not held: its real close ends the upload, then they are closed.
+  if (!d->starts_session || parked_for(d->file->device, d->file->inode)) return false;
   bool held = false;
-  run_on_site_stack([&] { held = hold_here(fd, d); });
+  run_on_site_stack([&] { held = hold_session(fd, d); });
   return held;
 }
 
