@@ -13,8 +13,23 @@ namespace {
 // address (the chain's link 0, at offset 0) is words[0].
 struct FakeStack {
   uintptr_t words[32] = {};
+  FakeStack() = default;
+  // Every word a distinct return address: base + its index.
+  explicit FakeStack(uintptr_t base) {
+    for (int i = 0; i < 32; ++i) words[i] = base + static_cast<uintptr_t>(i);
+  }
   uintptr_t cfa() const { return reinterpret_cast<uintptr_t>(&words[1]); }
 };
+
+// What find and find_last both miss for a chain recorded at `cfa` for SiteChain::key(24, 1): another
+// request (fewer frames, the whole scope), another place on the stack.
+template <typename Lookup>
+void check_other_requests_miss(Lookup&& lookup, uintptr_t cfa) {
+  void* frames[24] = {};
+  CHECK(lookup(cfa, SiteChain::key(16, 1), frames) == -1);
+  CHECK(lookup(cfa, SiteChain::key(24, 0), frames) == -1);
+  CHECK(lookup(cfa + 8, SiteChain::key(24, 1), frames) == -1);
+}
 
 // Records the chain whose link i is the return address words[slot[i]], keeping those from first_kept on.
 void record(SiteChains& chains, const FakeStack& stack, const int* slots, int links, int first_kept,
@@ -34,9 +49,8 @@ void record(SiteChains& chains, const FakeStack& stack, const int* slots, int li
 
 TEST_CASE("a remembered site is read back only when every return address is where it was") {
   auto chains = std::make_unique<SiteChains>();
-  FakeStack stack;
+  FakeStack stack(0x1000);
   const int slots[] = {0, 3, 7, 8, 12};  // this library's frame, then four kept
-  for (int i = 0; i < 32; ++i) stack.words[i] = 0x1000 + static_cast<uintptr_t>(i);
   void* frames[24] = {};
   CHECK(chains->find(stack.cfa(), SiteChain::key(24, 1), frames) == -1);  // nothing remembered yet
   record(*chains, stack, slots, 5, 1);
@@ -45,10 +59,8 @@ TEST_CASE("a remembered site is read back only when every return address is wher
   CHECK(frames[0] == reinterpret_cast<void*>(0x1003));
   CHECK(frames[3] == reinterpret_cast<void*>(0x100c));
 
-  // Another request (fewer frames, the whole scope), another place on the stack: not this chain.
-  CHECK(chains->find(stack.cfa(), SiteChain::key(16, 1), frames) == -1);
-  CHECK(chains->find(stack.cfa(), SiteChain::key(24, 0), frames) == -1);
-  CHECK(chains->find(stack.cfa() + 8, SiteChain::key(24, 1), frames) == -1);
+  check_other_requests_miss([&](uintptr_t cfa, uint32_t key, void** f) { return chains->find(cfa, key, f); },
+                            stack.cfa());
 
   // Called from elsewhere: the outermost kept frame's return address differs.
   stack.words[12] = 0x2000;
@@ -64,12 +76,8 @@ TEST_CASE("a remembered site is read back only when every return address is wher
 
 TEST_CASE("two chains at the same stack address are both remembered, and the oldest is replaced") {
   auto chains = std::make_unique<SiteChains>();
-  FakeStack a;
-  FakeStack b;
-  for (int i = 0; i < 32; ++i) {
-    a.words[i] = 0x1000 + static_cast<uintptr_t>(i);
-    b.words[i] = 0x5000 + static_cast<uintptr_t>(i);
-  }
+  FakeStack a(0x1000);
+  FakeStack b(0x5000);
   const int slots[] = {0, 2, 4};
   record(*chains, a, slots, 3, 1);
   // b's chain, recorded at a's address (the same function called from elsewhere at the same depth).
@@ -155,12 +163,8 @@ TEST_CASE("a request's key tells the frames wanted and the scope apart") {
 
 TEST_CASE("find_last reads back the chain found (or recorded) last only, as find would") {
   auto chains = std::make_unique<SiteChains>();
-  FakeStack a;
-  FakeStack b;
-  for (int i = 0; i < 32; ++i) {
-    a.words[i] = 0x1000 + static_cast<uintptr_t>(i);
-    b.words[i] = 0x5000 + static_cast<uintptr_t>(i);
-  }
+  FakeStack a(0x1000);
+  FakeStack b(0x5000);
   void* frames[24] = {};
   CHECK(chains->find_last(a.cfa(), SiteChain::key(24, 1), frames) == -1);  // nothing remembered yet
   const int slots[] = {0, 2, 4, 6};
@@ -168,10 +172,9 @@ TEST_CASE("find_last reads back the chain found (or recorded) last only, as find
   REQUIRE(chains->find_last(a.cfa(), SiteChain::key(24, 1), frames) == 3);
   CHECK(frames[0] == reinterpret_cast<void*>(0x1002));
   CHECK(frames[2] == reinterpret_cast<void*>(0x1006));
-  // Another request, another place, another return address: not this chain.
-  CHECK(chains->find_last(a.cfa(), SiteChain::key(16, 1), frames) == -1);
-  CHECK(chains->find_last(a.cfa(), SiteChain::key(24, 0), frames) == -1);
-  CHECK(chains->find_last(a.cfa() + 8, SiteChain::key(24, 1), frames) == -1);
+  check_other_requests_miss(
+      [&](uintptr_t cfa, uint32_t key, void** f) { return chains->find_last(cfa, key, f); }, a.cfa());
+  // Another return address: not this chain.
   a.words[0] = 0x9000;  // a skipped link (this library's frame) differs
   CHECK(chains->find_last(a.cfa(), SiteChain::key(24, 1), frames) == -1);
   a.words[0] = 0x1000;
