@@ -202,7 +202,7 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
     decision.hold = hold_mode_for(decision.facts.kind);
     decision.flags = rewrite_open_flags(request.flags);
     // A new file on a store without rename: the spool (shim/spool.h; an existing file is not asked about).
-    decision.spool = !exists && spools(request, decision, exists);
+    decision.spool = !exists && spools(request, decision);
     // A file this process did not start (or no longer holds) cannot be appended to on a write-once
     // store: it is written anew.
     decision.rewrite_existing =

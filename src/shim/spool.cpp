@@ -363,8 +363,7 @@ void remember_closed_on_store(const Description* d) {
   g_written[g_written_next++ % kRemembered] = {d->file->device, d->file->inode};
 }
 
-bool spools(const OpenRequest& request, const OpenDecision& decision, bool exists) {
-  if (exists) return false;  // O_EXCL: the real open answers EEXIST
+bool spools(const OpenRequest& request, const OpenDecision& decision) {
   // The flags first; the mount was looked up once for the whole open (decide_open: decision.facts).
   if (!spools_open(request.flags, current_mode() == Mode::kEnforce, false, g_config->spool_off)) return false;
   return decision.facts_table && !decision.facts.renames;  // looked up once, in decide_open

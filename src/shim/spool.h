@@ -28,8 +28,9 @@ inline bool any_spooled() {
   return g_spool_entries.load(std::memory_order_relaxed) != 0;
 }
 
-// decide_open's choice: the open is of a new file (O_CREAT|O_EXCL) on a store without rename.
-bool spools(const OpenRequest& request, const OpenDecision& decision, bool exists);
+// decide_open's choice for a name that does not exist yet (an existing one answers O_EXCL with EEXIST, and
+// is not asked about): the open is of a new file (O_CREAT|O_EXCL) on a store without rename.
+bool spools(const OpenRequest& request, const OpenDecision& decision);
 // The program's open answered with a spool file (EEXIST when the store has the name): the descriptor, or
 // -1 with errno, or kOpenOnStore when the spool cannot be used (said in one line; decision.spool is
 // cleared and the caller opens on the store as decided).
