@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fd_passing.h"
+
 static void show(const char* key, long result) {
   if (result < 0) {
     printf("%s=%ld errno=%d\n", key, result, errno);
@@ -148,35 +150,6 @@ static int case_vfork_child_pwrite(const char* path, const char* how) {
 }
 
 // ---------------------------------------------------------------- items 4, 16: descriptors over a socket
-
-static int send_fd(int sock, int fd) {
-  char data = 'f';
-  struct iovec iov = {&data, 1};
-  char control[CMSG_SPACE(sizeof(int))];
-  memset(control, 0, sizeof control);
-  struct msghdr msg = {
-      .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
-  struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(c), &fd, sizeof fd);
-  return (int)sendmsg(sock, &msg, 0);
-}
-
-static int receive_fd(int sock) {
-  char data;
-  struct iovec iov = {&data, 1};
-  char control[CMSG_SPACE(sizeof(int))];
-  struct msghdr msg = {
-      .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
-  if (recvmsg(sock, &msg, 0) != 1) return -1;
-  struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  if (!c || c->cmsg_type != SCM_RIGHTS) return -1;
-  int fd;
-  memcpy(&fd, CMSG_DATA(c), sizeof fd);
-  return fd;
-}
 
 // The process's own rewritten O_RDWR descriptor (position 0) sent to itself: the received number is the
 // same open file description, so its write at 0 is refused and its append moves the first one's position.

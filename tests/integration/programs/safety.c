@@ -15,6 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fd_passing.h"
+
 static void show(const char* key, long result) {
   if (result < 0) {
     printf("%s=%ld errno=%d\n", key, result, errno);
@@ -293,35 +295,6 @@ static int case_fork_during_first_report(const char* dir, int rounds) {
 }
 
 // ---------------------------------------------------------------- descriptors received over a socket
-
-static int send_fd(int sock, int fd) {
-  char data = 'f';
-  struct iovec iov = {&data, 1};
-  char control[CMSG_SPACE(sizeof(int))];
-  memset(control, 0, sizeof control);
-  struct msghdr msg = {
-      .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
-  struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(c), &fd, sizeof fd);
-  return (int)sendmsg(sock, &msg, 0);
-}
-
-static int receive_fd(int sock) {
-  char data;
-  struct iovec iov = {&data, 1};
-  char control[CMSG_SPACE(sizeof(int))];
-  struct msghdr msg = {
-      .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
-  if (recvmsg(sock, &msg, 0) != 1) return -1;
-  struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  if (!c || c->cmsg_type != SCM_RIGHTS) return -1;
-  int fd;
-  memcpy(&fd, CMSG_DATA(c), sizeof fd);
-  return fd;
-}
 
 // A child opens the file "wb", writes 10 bytes and passes the descriptor over a unix socket; the parent
 // seeks to 0 and writes.
