@@ -395,6 +395,18 @@ __attribute__((noinline)) int unwind_site(void** frames, int max_frames, StackSc
   return request.count;
 }
 
+// A reading of this thread's chains, marked, so that a signal handler's recording meanwhile neither
+// reads nor writes them. Only when no recording is in progress on this thread (t_recording_sites == 0).
+template <typename Read>
+[[gnu::always_inline]] inline int read_chains_marked(Read&& read) {
+  t_recording_sites = 1;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  const int count = read();
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  t_recording_sites = 0;
+  return count;
+}
+
 // capture_addresses after the chain found last was not the one on the stack (or could not be read): the
 // other chains, else an unwind. Out of line, with the request as its key, so that the reading back of
 // the chain found last keeps no registers for it.
@@ -403,11 +415,7 @@ __attribute__((noinline)) int find_or_unwind_site(void** frames, uint32_t reques
   const auto scope = static_cast<StackScope>(request & 1);
   SiteChains* chains = mapped_site_chains();
   if (chains && t_recording_sites == 0) {
-    t_recording_sites = 1;
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    const int count = chains->find(cfa, request, frames);
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    t_recording_sites = 0;
+    const int count = read_chains_marked([&] { return chains->find(cfa, request, frames); });
     if (count >= 0) return count;
   }
   return unwind_site(frames, max_frames, scope, cfa);
@@ -437,12 +445,7 @@ int capture_loaded_addresses(void** frames, int max_frames, StackScope scope, ui
   // A thread's first recording maps its chains (unwind_site): no call here but the last (issue 27).
   const SiteChains* chains = mapped_site_chains();
   if (__builtin_expect(chains != nullptr && t_recording_sites == 0, 1)) {
-    // Marked, so that a signal handler's recording meanwhile neither reads nor writes the chains.
-    t_recording_sites = 1;
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    const int count = chains->find_last(cfa, request, frames);
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    t_recording_sites = 0;
+    const int count = read_chains_marked([&] { return chains->find_last(cfa, request, frames); });
     if (__builtin_expect(count >= 0, 1)) return count;
   }
   return find_or_unwind_site(frames, request, cfa);  // the other chains (the last is tried again)
