@@ -1,0 +1,141 @@
+// The probe of test_hostile_conditions.py (third adversarial round): a guarded file under hostile process
+// conditions. Each subcommand prints key=value lines.
+//   cancel PATH              a thread cancelled inside its guarded write, then the main thread writes the
+//                            same file (a watchdog alarm ends the process if that write waits forever)
+//   implicit_close PATH HOW  an O_RDWR|O_CLOEXEC open, a deferred ftruncate to 8192, 10 bytes written, then
+//                            the descriptor goes away by HOW: close, close_range, close_range_unshare,
+//                            closefrom, dup2, dup3 or exec (of this program, which prints the size)
+//   exec_env PATH HOW        10 bytes written to fd 3 (not close-on-exec), then the environment edited by
+//                            HOW (keep, unsetenv_preload, clearenv, unsetenv_mode, mode_off, environ_null)
+//                            and this program exec'ed to `pwrite0 3`
+//   pwrite0 FD               pwrite(FD, "XY", 2, 0)
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "errno_text.h"
+
+extern char** environ;
+
+static void show(const char* key, long result) {
+  if (result < 0) {
+    printf("%s=%ld errno=%s\n", key, result, errno_text(errno));
+  } else {
+    printf("%s=%ld\n", key, result);
+  }
+  fflush(stdout);
+}
+
+static int g_fd;
+static atomic_int g_go;
+
+static void* cancelled_writer(void* arg) {
+  (void)arg;
+  while (!atomic_load(&g_go)) {
+  }
+  // The cancellation is pending: write, a cancellation point, acts on it inside the guarded call.
+  write(g_fd, "abcdefghij", 10);
+  return NULL;
+}
+
+static int case_cancel(const char* path) {
+  g_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  show("write", write(g_fd, "0123456789", 10));
+  pthread_t thread;
+  pthread_create(&thread, NULL, cancelled_writer, NULL);
+  pthread_cancel(thread);
+  atomic_store(&g_go, 1);
+  void* result = NULL;
+  pthread_join(thread, &result);
+  show("cancelled", result == PTHREAD_CANCELED);
+  alarm(10);  // the watchdog: SIGALRM ends a write that waits for a lock nobody will release
+  show("write_after", write(g_fd, "XY", 2));
+  show("pwrite_back", pwrite(g_fd, "Z", 1, 0));
+  show("close", close(g_fd));
+  return 0;
+}
+
+static long size_of(const char* path) {
+  struct stat st;
+  return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+static int case_implicit_close(const char* self, const char* path, const char* how) {
+  int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  show("ftruncate", ftruncate(fd, 8192));
+  show("write", write(fd, "0123456789", 10));
+  long result = 0;
+  if (strcmp(how, "close") == 0) {
+    result = close(fd);
+  } else if (strcmp(how, "close_range") == 0) {
+    result = close_range(fd, fd, 0);
+  } else if (strcmp(how, "close_range_unshare") == 0) {
+    result = close_range(fd, ~0U, CLOSE_RANGE_UNSHARE);
+  } else if (strcmp(how, "closefrom") == 0) {
+    closefrom(fd);
+  } else if (strcmp(how, "dup2") == 0) {
+    result = dup2(0, fd) == fd ? 0 : -1;
+  } else if (strcmp(how, "dup3") == 0) {
+    result = dup3(0, fd, O_CLOEXEC) == fd ? 0 : -1;
+  } else if (strcmp(how, "exec") == 0) {
+    execl(self, self, "size", path, (char*)NULL);
+    result = -1;
+  } else {
+    fprintf(stderr, "unknown way %s\n", how);
+    return 2;
+  }
+  show("gone", result);
+  show("size", size_of(path));
+  return 0;
+}
+
+static int case_exec_env(const char* self, const char* path, const char* how) {
+  int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+  if (fd != 3) {
+    dup2(fd, 3);
+    close(fd);
+  }
+  show("write", write(3, "0123456789", 10));
+  if (strcmp(how, "unsetenv_preload") == 0) {
+    unsetenv("LD_PRELOAD");
+  } else if (strcmp(how, "clearenv") == 0) {
+    clearenv();
+  } else if (strcmp(how, "unsetenv_mode") == 0) {
+    unsetenv("APPENDGUARD");
+  } else if (strcmp(how, "mode_off") == 0) {
+    setenv("APPENDGUARD", "off", 1);
+  } else if (strcmp(how, "environ_null") == 0) {
+    environ = NULL;
+  } else if (strcmp(how, "keep") != 0) {
+    fprintf(stderr, "unknown way %s\n", how);
+    return 2;
+  }
+  execl(self, self, "pwrite0", "3", (char*)NULL);
+  show("exec", -1);
+  return 1;
+}
+
+int main(int argc, char** argv) {
+  if (argc == 3 && strcmp(argv[1], "cancel") == 0) return case_cancel(argv[2]);
+  if (argc == 4 && strcmp(argv[1], "implicit_close") == 0)
+    return case_implicit_close(argv[0], argv[2], argv[3]);
+  if (argc == 4 && strcmp(argv[1], "exec_env") == 0) return case_exec_env(argv[0], argv[2], argv[3]);
+  if (argc == 3 && strcmp(argv[1], "size") == 0) {
+    show("gone", 0);
+    show("size", size_of(argv[2]));
+    return 0;
+  }
+  if (argc == 3 && strcmp(argv[1], "pwrite0") == 0) {
+    show("pwrite0", pwrite(atoi(argv[2]), "XY", 2, 0));
+    return 0;
+  }
+  fprintf(stderr, "usage: hostile cancel|implicit_close|exec_env|size|pwrite0 ...\n");
+  return 2;
+}
