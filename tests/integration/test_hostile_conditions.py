@@ -29,5 +29,44 @@ class CancelledThreadTest(TempDirTest):
         self.assertEqual(len(violations(proc.stderr)), 1, proc.stderr)
 
 
+class ImplicitCloseTest(TempDirTest):
+    """A deferred preallocation (ftruncate to 8192 after a rewritten O_RDWR open) is completed by the
+    file's last close; descriptors also go away by close_range, closefrom, dup2/dup3 onto their number, and
+    close-on-exec. Without the library the file has 8192 bytes after each."""
+
+    def check(self, how):
+        path = self.path(f"{how}.safetensors")
+        proc = run([program("hostile"), "implicit_close", path, how], APPENDGUARD_PREALLOC="defer")
+        self.assertOk(proc)
+        r = results(proc.stdout)
+        self.assertEqual(r["ftruncate"], "0")
+        self.assertEqual(r["write"], "10")
+        self.assertEqual(r["gone"], "0", proc.stdout)
+        self.assertEqual(r["size"], "8192", proc.stderr)
+        self.assertEqual(read_bytes(path), b"0123456789" + bytes(8182))
+        self.assertEqual(violations(proc.stderr), [])
+
+    def test_close(self):
+        self.check("close")
+
+    def test_close_range(self):
+        self.check("close_range")
+
+    def test_close_range_unshare(self):
+        self.check("close_range_unshare")
+
+    def test_closefrom(self):
+        self.check("closefrom")
+
+    def test_dup2_onto_it(self):
+        self.check("dup2")
+
+    def test_dup3_onto_it(self):
+        self.check("dup3")
+
+    def test_close_on_exec(self):
+        self.check("exec")
+
+
 if __name__ == "__main__":
     unittest.main()
