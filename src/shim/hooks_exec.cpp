@@ -146,6 +146,7 @@ int exec_carrying(const char* operation, char* const* envp, Exec&& exec, bool sp
   // Every entry, however many: the kernel bounds the environment (E2BIG), and from 65,536 on nothing was
   // carried, silently (test_descriptors ExecFromASmallThreadTest).
   while (envp && envp[entries]) ++entries;
+  say_if_new_environment_drops_the_library(operation, envp, entries);
   const bool complete = exact && guarding_settings_in(envp, entries) == g_guarding_settings;
   if (!complete && !g_files.any_tracked()) return exec(envp);
   size_t count = 0;
@@ -211,6 +212,7 @@ void appendguard::resolve_exec_functions() {
 
 void appendguard::remember_guarding_settings() {
   g_guarding_settings = guarding_settings([](const char* name) { return secure_getenv(name); });
+  remember_preload_entry();
 }
 
 namespace {

@@ -7,7 +7,7 @@ of the program it execs. Probe: programs/hostile.c.
 import subprocess
 import unittest
 
-from harness import TempDirTest, program, read_bytes, results, run, violations
+from harness import PYTHON, TempDirTest, program, read_bytes, results, run, violations
 
 
 class CancelledThreadTest(TempDirTest):
@@ -66,6 +66,65 @@ class ImplicitCloseTest(TempDirTest):
 
     def test_close_on_exec(self):
         self.check("exec")
+
+
+class ExecWithoutTheLibraryTest(TempDirTest):
+    """fd 3, opened O_RDWR (rewritten to O_APPEND), inherited by a program exec'ed with an environment
+    that no longer loads the library: its pwrite at 0 appends (the kernel's O_APPEND) instead of landing at
+    0 or being refused. That cannot be checked there; it must be said."""
+
+    def check(self, how):
+        path = self.path(f"{how}.safetensors")
+        proc = run([program("hostile"), "exec_env", path, how])
+        self.assertOk(proc)
+        return path, proc
+
+    def test_an_environment_that_keeps_the_library_guards_the_child(self):
+        path, proc = self.check("keep")
+        self.assertEqual(results(proc.stdout)["pwrite0"], "-1 errno=EOPNOTSUPP")
+        self.assertEqual(read_bytes(path), b"0123456789")
+        self.assertNotIn("does not load appendguard", proc.stderr)
+
+    def assert_said(self, how, reason):
+        path, proc = self.check(how)
+        lines = [line for line in proc.stderr.splitlines() if "does not load appendguard" in line]
+        self.assertEqual(len(lines), 1, proc.stderr)
+        self.assertTrue(lines[0].startswith("appendguard: "), lines[0])
+        self.assertIn(reason, lines[0])
+        self.assertIn("fd 3", lines[0])
+        self.assertIn(path, lines[0])
+        self.assertEqual(results(proc.stdout)["pwrite0"], "2")  # unchecked there, as the line says
+
+    def test_unsetenv_ld_preload(self):
+        self.assert_said("unsetenv_preload", "LD_PRELOAD")
+
+    def test_clearenv(self):
+        self.assert_said("clearenv", "LD_PRELOAD")
+
+    def test_environ_null(self):
+        self.assert_said("environ_null", "LD_PRELOAD")
+
+    def test_unsetenv_appendguard(self):
+        self.assert_said("unsetenv_mode", "APPENDGUARD")
+
+    def test_appendguard_off(self):
+        self.assert_said("mode_off", "APPENDGUARD")
+
+    def test_python_subprocess_with_an_empty_environment(self):
+        # subprocess.run(env={}) with pass_fds: exec'ed in a vfork child, which tells its own table's
+        # close-on-exec flags. A child that inherits no guarded descriptor is not said.
+        path = self.path("sub.safetensors")
+        code = ("import os, subprocess, sys\n"
+                "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)\n"
+                "os.write(fd, b'0123456789')\n"
+                "subprocess.run([sys.executable, '-c', f'import os; os.pwrite({fd}, b\"XY\", 0)'], pass_fds=[fd], "
+                "env={})\n"
+                "subprocess.run([sys.executable, '-c', 'pass'], env={})\n")
+        proc = run([PYTHON, "-c", code, path])
+        self.assertOk(proc)
+        lines = [line for line in proc.stderr.splitlines() if "does not load appendguard" in line]
+        self.assertEqual(len(lines), 1, proc.stderr)
+        self.assertIn(path, lines[0])
 
 
 if __name__ == "__main__":
