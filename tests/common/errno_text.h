@@ -30,6 +30,8 @@ static inline const char* errno_text(int e) {
       return "EROFS";
     case ENOSPC:
       return "ENOSPC";
+    case EFBIG:
+      return "EFBIG";
     case EINTR:
       return "EINTR";
     default:

@@ -68,6 +68,21 @@ class ImplicitCloseTest(TempDirTest):
         self.check("exec")
 
 
+class FileSizeLimitTest(TempDirTest):
+    def test_a_deferred_resize_past_rlimit_fsize_gets_the_kernels_answer(self):
+        # RLIMIT_FSIZE 100: ftruncate and posix_fallocate to 1000 get SIGXFSZ and EFBIG from the kernel.
+        # Deferred, they returned 0 and the zeros failed at the close (or SIGXFSZ killed it there).
+        outputs = {}
+        for preload in (False, True):
+            path = self.path(f"fsize{int(preload)}.safetensors")
+            proc = run([program("hostile"), "fsize", path], preload=preload, APPENDGUARD_PREALLOC="defer")
+            self.assertOk(proc)
+            outputs[preload] = results(proc.stdout)
+            self.assertEqual(violations(proc.stderr), [])
+        self.assertEqual(outputs[False]["ftruncate"], "-1 errno=EFBIG")  # the control, without the library
+        self.assertEqual(outputs[True], outputs[False])
+
+
 class ExecWithoutTheLibraryTest(TempDirTest):
     """fd 3, opened O_RDWR (rewritten to O_APPEND), inherited by a program exec'ed with an environment
     that no longer loads the library: its pwrite at 0 appends (the kernel's O_APPEND) instead of landing at

@@ -9,15 +9,19 @@
 //                            HOW (keep, unsetenv_preload, clearenv, unsetenv_mode, mode_off, environ_null)
 //                            and this program exec'ed to `pwrite0 3`
 //   pwrite0 FD               pwrite(FD, "XY", 2, 0)
+//   fsize PATH               RLIMIT_FSIZE 100 and a SIGXFSZ handler that counts: an O_RDWR open, 10 bytes,
+//                            ftruncate to 1000 and posix_fallocate to 1000, then the limit lifted and a close
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "errno_text.h"
@@ -122,11 +126,37 @@ static int case_exec_env(const char* self, const char* path, const char* how) {
   return 1;
 }
 
+static volatile sig_atomic_t g_xfsz;
+static void count_xfsz(int sig) {
+  (void)sig;
+  ++g_xfsz;
+}
+
+static int case_fsize(const char* path) {
+  signal(SIGXFSZ, count_xfsz);
+  struct rlimit limit = {100, RLIM_INFINITY};
+  setrlimit(RLIMIT_FSIZE, &limit);
+  int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+  show("write", write(fd, "0123456789", 10));
+  show("ftruncate", ftruncate(fd, 1000));
+  show("xfsz_after_ftruncate", g_xfsz);
+  int error = posix_fallocate(fd, 0, 1000);
+  printf("posix_fallocate=%s\n", error == 0 ? "0" : errno_text(error));
+  show("xfsz_after_fallocate", g_xfsz);
+  show("ftruncate_within", ftruncate(fd, 50));
+  limit.rlim_cur = RLIM_INFINITY;
+  setrlimit(RLIMIT_FSIZE, &limit);
+  show("close", close(fd));
+  show("size", size_of(path));
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc == 3 && strcmp(argv[1], "cancel") == 0) return case_cancel(argv[2]);
   if (argc == 4 && strcmp(argv[1], "implicit_close") == 0)
     return case_implicit_close(argv[0], argv[2], argv[3]);
   if (argc == 4 && strcmp(argv[1], "exec_env") == 0) return case_exec_env(argv[0], argv[2], argv[3]);
+  if (argc == 3 && strcmp(argv[1], "fsize") == 0) return case_fsize(argv[2]);
   if (argc == 3 && strcmp(argv[1], "size") == 0) {
     show("gone", 0);
     show("size", size_of(argv[2]));
