@@ -9,6 +9,9 @@
 //                            HOW (keep, unsetenv_preload, clearenv, unsetenv_mode, mode_off, environ_null)
 //                            and this program exec'ed to `pwrite0 3`
 //   pwrite0 FD               pwrite(FD, "XY", 2, 0)
+//   spool_gone PATH HOW      an O_RDWR|O_CREAT|O_EXCL open (spooled on a store without rename), 10 bytes,
+//                            then the descriptor gone by HOW (close, close_range, closefrom, dup2): whether
+//                            the name exists right after (uploaded then, not at exit)
 //   fsize PATH               RLIMIT_FSIZE 100 and a SIGXFSZ handler that counts: an O_RDWR open, 10 bytes,
 //                            ftruncate to 1000 and posix_fallocate to 1000, then the limit lifted and a close
 #define _GNU_SOURCE
@@ -126,6 +129,27 @@ static int case_exec_env(const char* self, const char* path, const char* how) {
   return 1;
 }
 
+static int case_spool_gone(const char* path, const char* how) {
+  int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0644);
+  show("write", write(fd, "0123456789", 10));
+  long result = 0;
+  if (strcmp(how, "close") == 0) {
+    result = close(fd);
+  } else if (strcmp(how, "close_range") == 0) {
+    result = close_range(fd, ~0U, 0);
+  } else if (strcmp(how, "closefrom") == 0) {
+    closefrom(fd);
+  } else if (strcmp(how, "dup2") == 0) {
+    result = dup2(0, fd) == fd ? 0 : -1;
+  } else {
+    fprintf(stderr, "unknown way %s\n", how);
+    return 2;
+  }
+  show("gone", result);
+  show("size_after", size_of(path));
+  return 0;
+}
+
 static volatile sig_atomic_t g_xfsz;
 static void count_xfsz(int sig) {
   (void)sig;
@@ -157,6 +181,7 @@ int main(int argc, char** argv) {
     return case_implicit_close(argv[0], argv[2], argv[3]);
   if (argc == 4 && strcmp(argv[1], "exec_env") == 0) return case_exec_env(argv[0], argv[2], argv[3]);
   if (argc == 3 && strcmp(argv[1], "fsize") == 0) return case_fsize(argv[2]);
+  if (argc == 4 && strcmp(argv[1], "spool_gone") == 0) return case_spool_gone(argv[2], argv[3]);
   if (argc == 3 && strcmp(argv[1], "size") == 0) {
     show("gone", 0);
     show("size", size_of(argv[2]));
