@@ -69,6 +69,10 @@ void after_fork_child() {
   new (&g_summary) SummaryCounters();
   g_owner_pid.store(raw_getpid(), std::memory_order_relaxed);
   reset_mount_reading_after_fork();
+  // Locks another thread of the parent may have held at the fork (third adversarial round).
+  reset_exclusive_after_fork_child();
+  reset_spool_after_fork_child();
+  reset_mount_refresh_after_fork_child();
   arm_syscall_dispatch_in_this_thread();  // not inherited by a child
 }
 

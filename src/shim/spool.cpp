@@ -656,6 +656,10 @@ int upload_spooled_at_close(int fd, Description* d) {
   return error == 0 ? 0 : -1;
 }
 
+void reset_spool_after_fork_child() {
+  g_lock.reset_in_child();
+}
+
 void upload_spooled_at_exit() {
   if (!any_spooled() || !owns_file_table()) return;
   for (size_t i = 0; i < kMaxEntries; ++i) {

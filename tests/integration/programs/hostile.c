@@ -12,6 +12,9 @@
 //   spool_gone PATH HOW      an O_RDWR|O_CREAT|O_EXCL open (spooled on a store without rename), 10 bytes,
 //                            then the descriptor gone by HOW (close, close_range, closefrom, dup2): whether
 //                            the name exists right after (uploaded then, not at exit)
+//   fork_exclusive DIR N     a thread creating, closing and removing O_CREAT|O_EXCL files in a loop (each
+//                            followed by a raw system call, which disarms it), while the main thread forks
+//                            N children that each make one such file: how many did not exit within 2 s
 //   fsize PATH               RLIMIT_FSIZE 100 and a SIGXFSZ handler that counts: an O_RDWR open, 10 bytes,
 //                            ftruncate to 1000 and posix_fallocate to 1000, then the limit lifted and a close
 #define _GNU_SOURCE
@@ -26,6 +29,9 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "errno_text.h"
 
@@ -150,6 +156,65 @@ static int case_spool_gone(const char* path, const char* how) {
   return 0;
 }
 
+static const char* g_dir;
+static atomic_int g_stop;
+
+static long raw_getpid(void) {
+  long result;
+  __asm__ volatile("syscall" : "=a"(result) : "a"(SYS_getpid) : "rcx", "r11", "memory");
+  return result;
+}
+
+static void* exclusive_creator(void* arg) {
+  (void)arg;
+  char path[4096];
+  for (long i = 0; !atomic_load(&g_stop); ++i) {
+    snprintf(path, sizeof path, "%s/tmp%ld", g_dir, i % 16);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd >= 0) close(fd);
+    unlink(path);
+    raw_getpid();  // trapped while this thread is armed: the trap disarms it, the next create arms it again
+  }
+  return NULL;
+}
+
+static int case_fork_exclusive(const char* dir, int rounds) {
+  g_dir = dir;
+  pthread_t thread;
+  pthread_create(&thread, NULL, exclusive_creator, NULL);
+  int hung = 0;
+  for (int i = 0; i < rounds; ++i) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      char path[4096];
+      snprintf(path, sizeof path, "%s/child%d", dir, (int)getpid());
+      int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+      if (fd >= 0) close(fd);
+      unlink(path);
+      _exit(0);
+    }
+    int status = 0;
+    int done = 0;
+    for (int k = 0; k < 200 && !done; ++k) {
+      if (waitpid(pid, &status, WNOHANG) == pid) {
+        done = 1;
+      } else {
+        struct timespec pause = {0, 10 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+      }
+    }
+    if (!done) {  // waiting with every signal blocked: only SIGKILL ends it
+      ++hung;
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+    }
+  }
+  atomic_store(&g_stop, 1);
+  pthread_join(thread, NULL);
+  show("hung_children", hung);
+  return 0;
+}
+
 static volatile sig_atomic_t g_xfsz;
 static void count_xfsz(int sig) {
   (void)sig;
@@ -181,6 +246,7 @@ int main(int argc, char** argv) {
     return case_implicit_close(argv[0], argv[2], argv[3]);
   if (argc == 4 && strcmp(argv[1], "exec_env") == 0) return case_exec_env(argv[0], argv[2], argv[3]);
   if (argc == 3 && strcmp(argv[1], "fsize") == 0) return case_fsize(argv[2]);
+  if (argc == 4 && strcmp(argv[1], "fork_exclusive") == 0) return case_fork_exclusive(argv[2], atoi(argv[3]));
   if (argc == 4 && strcmp(argv[1], "spool_gone") == 0) return case_spool_gone(argv[2], argv[3]);
   if (argc == 3 && strcmp(argv[1], "size") == 0) {
     show("gone", 0);
