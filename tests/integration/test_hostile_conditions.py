@@ -4,10 +4,11 @@ Thread cancellation inside a guarded call, descriptors that go away without a cl
 closefrom, dup2/dup3 onto them, close-on-exec), and a program that drops the library from the environment
 of the program it execs. Probe: programs/hostile.c.
 """
+import os
 import subprocess
 import unittest
 
-from harness import PYTHON, TempDirTest, program, read_bytes, results, run, violations
+from harness import LIB, PYTHON, TempDirTest, program, read_bytes, results, run, violations
 
 
 class CancelledThreadTest(TempDirTest):
@@ -38,6 +39,20 @@ class ForkWhileAnotherThreadHoldsALockTest(TempDirTest):
         proc = run([program("hostile"), "fork_exclusive", self.dir, "800"], timeout=200)
         self.assertOk(proc)
         self.assertEqual(results(proc.stdout)["hung_children"], "0")
+
+
+class UnloadTest(TempDirTest):
+    def test_a_program_that_dlopens_and_dlcloses_the_library_goes_on(self):
+        # Not preloaded: dlopen'ed, used from two threads, dlclose'd. The dlclose unmapped the library while
+        # the loader's munmap (a raw call from ld.so's text) was trapped into its SIGSYS handler: SIGSEGV.
+        if os.environ.get("APPENDGUARD_TEST_SANITIZER_RUNTIME"):
+            self.skipTest("sanitizer build: an instrumented library cannot be dlopen'ed by a plain program")
+        path = self.path("dl.safetensors")
+        proc = run([program("hostile"), "dlclose", LIB, path], preload=False)
+        self.assertOk(proc)
+        r = results(proc.stdout)
+        self.assertEqual((r["write"], r["dlclose"], r["raw_getpid"]), ("10", "0", "1"))
+        self.assertEqual(read_bytes(path), b"0123456789t")
 
 
 class ImplicitCloseTest(TempDirTest):

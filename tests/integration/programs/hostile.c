@@ -15,9 +15,12 @@
 //   fork_exclusive DIR N     a thread creating, closing and removing O_CREAT|O_EXCL files in a loop (each
 //                            followed by a raw system call, which disarms it), while the main thread forks
 //                            N children that each make one such file: how many did not exit within 2 s
+//   dlclose LIB PATH         LIB dlopen'ed (not preloaded), its open and write called on PATH from the main
+//                            thread and a thread, then dlclose'd; then a thread started and a raw system call
 //   fsize PATH               RLIMIT_FSIZE 100 and a SIGXFSZ handler that counts: an O_RDWR open, 10 bytes,
 //                            ftruncate to 1000 and posix_fallocate to 1000, then the limit lifted and a close
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
@@ -215,6 +218,47 @@ static int case_fork_exclusive(const char* dir, int rounds) {
   return 0;
 }
 
+typedef int (*OpenFunction)(const char*, int, ...);
+typedef ssize_t (*WriteFunction)(int, const void*, size_t);
+static OpenFunction g_open;
+static WriteFunction g_write;
+static const char* g_path;
+
+static void* write_through_the_library(void* arg) {
+  (void)arg;
+  int fd = g_open(g_path, O_WRONLY | O_APPEND);
+  g_write(fd, "t", 1);
+  close(fd);
+  return NULL;
+}
+
+static void* do_nothing(void* arg) {
+  return arg;
+}
+
+static int case_dlclose(const char* library, const char* path) {
+  void* handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    printf("dlopen=%s\n", dlerror());
+    return 1;
+  }
+  g_open = (OpenFunction)dlsym(handle, "open");
+  g_write = (WriteFunction)dlsym(handle, "write");
+  g_path = path;
+  int fd = g_open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  show("write", g_write(fd, "0123456789", 10));
+  pthread_t thread;
+  pthread_create(&thread, NULL, write_through_the_library, NULL);
+  pthread_join(thread, NULL);
+  close(fd);
+  show("dlclose", dlclose(handle));
+  pthread_create(&thread, NULL, do_nothing, NULL);
+  pthread_join(thread, NULL);
+  show("raw_getpid", raw_getpid() == getpid());
+  show("size", size_of(path));
+  return 0;
+}
+
 static volatile sig_atomic_t g_xfsz;
 static void count_xfsz(int sig) {
   (void)sig;
@@ -246,6 +290,7 @@ int main(int argc, char** argv) {
     return case_implicit_close(argv[0], argv[2], argv[3]);
   if (argc == 4 && strcmp(argv[1], "exec_env") == 0) return case_exec_env(argv[0], argv[2], argv[3]);
   if (argc == 3 && strcmp(argv[1], "fsize") == 0) return case_fsize(argv[2]);
+  if (argc == 4 && strcmp(argv[1], "dlclose") == 0) return case_dlclose(argv[2], argv[3]);
   if (argc == 4 && strcmp(argv[1], "fork_exclusive") == 0) return case_fork_exclusive(argv[2], atoi(argv[3]));
   if (argc == 4 && strcmp(argv[1], "spool_gone") == 0) return case_spool_gone(argv[2], argv[3]);
   if (argc == 3 && strcmp(argv[1], "size") == 0) {
