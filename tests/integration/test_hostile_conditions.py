@@ -29,6 +29,18 @@ class CancelledThreadTest(TempDirTest):
         self.assertEqual(read_bytes(path), b"0123456789XY")
         self.assertEqual(len(violations(proc.stderr)), 1, proc.stderr)
 
+    def test_a_thread_cancelled_at_its_close_leaves_the_descriptor_guarded(self):
+        # libc's close acts on a pending cancellation before the system call: the descriptor stays open.
+        # Forgotten before the real close, it stayed open untracked: a pwrite at 0 through it appended.
+        path = self.path("cancel_close.safetensors")
+        proc = run([program("hostile"), "cancel_close", path])
+        self.assertOk(proc)
+        r = results(proc.stdout)
+        self.assertEqual((r["cancelled"], r["still_open"]), ("1", "1"))
+        self.assertEqual(r["pwrite_back"], "-1 errno=EOPNOTSUPP")
+        self.assertEqual(r["write_after"], "2")
+        self.assertEqual(read_bytes(path), b"0123456789XY")
+
 
 class ForkWhileAnotherThreadHoldsALockTest(TempDirTest):
     def test_a_fork_child_never_waits_for_the_exclusive_create_lock(self):

@@ -2,6 +2,9 @@
 // conditions. Each subcommand prints key=value lines.
 //   cancel PATH              a thread cancelled inside its guarded write, then the main thread writes the
 //                            same file (a watchdog alarm ends the process if that write waits forever)
+//   cancel_close PATH        a thread cancelled at its close of a guarded descriptor (pending at the call:
+//                            libc acts on it before the system call, so the descriptor stays open), then the
+//                            main thread writes through it at 0 and at its end
 //   implicit_close PATH HOW  an O_RDWR|O_CLOEXEC open, a deferred ftruncate to 8192, 10 bytes written, then
 //                            the descriptor goes away by HOW: close, close_range, close_range_unshare,
 //                            closefrom, dup2, dup3 or exec (of this program, which prints the size)
@@ -74,6 +77,31 @@ static int case_cancel(const char* path) {
   alarm(10);  // the watchdog: SIGALRM ends a write that waits for a lock nobody will release
   show("write_after", write(g_fd, "XY", 2));
   show("pwrite_back", pwrite(g_fd, "Z", 1, 0));
+  show("close", close(g_fd));
+  return 0;
+}
+
+static void* cancelled_closer(void* arg) {
+  (void)arg;
+  while (!atomic_load(&g_go)) {
+  }
+  close(g_fd);
+  return NULL;
+}
+
+static int case_cancel_close(const char* path) {
+  g_fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+  show("write", write(g_fd, "0123456789", 10));
+  pthread_t thread;
+  pthread_create(&thread, NULL, cancelled_closer, NULL);
+  pthread_cancel(thread);
+  atomic_store(&g_go, 1);
+  void* result = NULL;
+  pthread_join(thread, &result);
+  show("cancelled", result == PTHREAD_CANCELED);
+  show("still_open", fcntl(g_fd, F_GETFD) >= 0);
+  show("pwrite_back", pwrite(g_fd, "Z", 1, 0));
+  show("write_after", write(g_fd, "XY", 2));
   show("close", close(g_fd));
   return 0;
 }
@@ -286,6 +314,7 @@ static int case_fsize(const char* path) {
 
 int main(int argc, char** argv) {
   if (argc == 3 && strcmp(argv[1], "cancel") == 0) return case_cancel(argv[2]);
+  if (argc == 3 && strcmp(argv[1], "cancel_close") == 0) return case_cancel_close(argv[2]);
   if (argc == 4 && strcmp(argv[1], "implicit_close") == 0)
     return case_implicit_close(argv[0], argv[2], argv[3]);
   if (argc == 4 && strcmp(argv[1], "exec_env") == 0) return case_exec_env(argv[0], argv[2], argv[3]);
