@@ -67,6 +67,21 @@ class UnloadTest(TempDirTest):
         self.assertEqual(read_bytes(path), b"0123456789t")
 
 
+class UnwinderDescriptorsTest(TempDirTest):
+    def test_closefrom_then_files_on_the_unwinders_numbers_are_left_alone(self):
+        # libunwind's memory check used a pipe it opened at its start, by number. After the program's
+        # closefrom(3) its own config.txt and out.txt got those numbers, and the next guarded open's site
+        # (unwound) read a byte of config.txt and wrote a byte of memory into out.txt.
+        with open(self.path("config.txt"), "w") as f:
+            f.write("config-line\n")
+        proc = run([program("hostile"), "closefrom_unwinder", self.dir])
+        self.assertOk(proc)
+        r = results(proc.stdout)
+        self.assertEqual((r["config_read"], r["config"], r["out_write"], r["closes"]), ("12", "config-line", "3", "0"))
+        self.assertEqual(read_bytes(self.path("out.txt")), b"out")
+        self.assertEqual(read_bytes(self.path("config.txt")), b"config-line\n")
+
+
 class ImplicitCloseTest(TempDirTest):
     """A deferred preallocation (ftruncate to 8192 after a rewritten O_RDWR open) is completed by the
     file's last close; descriptors also go away by close_range, closefrom, dup2/dup3 onto their number, and

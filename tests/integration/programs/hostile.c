@@ -20,6 +20,9 @@
 //                            N children that each make one such file: how many did not exit within 2 s
 //   dlclose LIB PATH         LIB dlopen'ed (not preloaded), its open and write called on PATH from the main
 //                            thread and a thread, then dlclose'd; then a thread started and a raw system call
+//   closefrom_unwinder DIR   a guarded open (libunwind starts: its pipe), closefrom(3), an unguarded log,
+//                            config.txt read-only and out.txt opened on the numbers that pipe had, then a
+//                            guarded open (its site unwound), then config.txt read and "out" written
 //   fsize PATH               RLIMIT_FSIZE 100 and a SIGXFSZ handler that counts: an O_RDWR open, 10 bytes,
 //                            ftruncate to 1000 and posix_fallocate to 1000, then the limit lifted and a close
 #define _GNU_SOURCE
@@ -287,6 +290,27 @@ static int case_dlclose(const char* library, const char* path) {
   return 0;
 }
 
+static int case_closefrom_unwinder(const char* dir) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/first.safetensors", dir);
+  close(open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+  closefrom(3);
+  snprintf(path, sizeof path, "%s/x.log", dir);
+  int log = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  snprintf(path, sizeof path, "%s/config.txt", dir);
+  int config = open(path, O_RDONLY);
+  snprintf(path, sizeof path, "%s/out.txt", dir);
+  int out = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  snprintf(path, sizeof path, "%s/second.safetensors", dir);
+  int guarded = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  char text[64] = {0};
+  show("config_read", read(config, text, sizeof text - 1));
+  printf("config=%s", text);
+  show("out_write", write(out, "out", 3));
+  show("closes", close(log) | close(config) | close(out) | close(guarded));
+  return 0;
+}
+
 static volatile sig_atomic_t g_xfsz;
 static void count_xfsz(int sig) {
   (void)sig;
@@ -319,6 +343,7 @@ int main(int argc, char** argv) {
     return case_implicit_close(argv[0], argv[2], argv[3]);
   if (argc == 4 && strcmp(argv[1], "exec_env") == 0) return case_exec_env(argv[0], argv[2], argv[3]);
   if (argc == 3 && strcmp(argv[1], "fsize") == 0) return case_fsize(argv[2]);
+  if (argc == 3 && strcmp(argv[1], "closefrom_unwinder") == 0) return case_closefrom_unwinder(argv[2]);
   if (argc == 4 && strcmp(argv[1], "dlclose") == 0) return case_dlclose(argv[2], argv[3]);
   if (argc == 4 && strcmp(argv[1], "fork_exclusive") == 0) return case_fork_exclusive(argv[2], atoi(argv[3]));
   if (argc == 4 && strcmp(argv[1], "spool_gone") == 0) return case_spool_gone(argv[2], argv[3]);
