@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
@@ -19,6 +18,7 @@
 #include "shim/report_once.h"
 #include "shim/spool.h"
 #include "shim/store_refusal.h"
+#include "shim/thread_exit.h"
 #include "shim/trace.h"
 #include "shim/violation.h"
 
@@ -112,8 +112,8 @@ inline int close_forgotten(int fd, int upload_error) {
 int close_tracked(int fd) {
   // A cancellation pending at the close is acted on before anything is forgotten, as libc's close acts on
   // it before the system call: the descriptor stays open, and tracked (third adversarial round: forgotten
-  // first, it stayed open untracked, and a pwrite at 0 through it appended unchecked).
-  pthread_testcancel();
+  // first, it stayed open untracked, and a pwrite at 0 through it appended unchecked). pthread_testcancel.
+  act_on_pending_cancellation();
   // On FUSE mounts close reports what the flush of the data found (HDFS: the write errors, write-once
   // stores: a failed upload), so the trace shows its real result and a store's refusal of a descriptor
   // we reopened is explained (close_reporting).

@@ -14,6 +14,7 @@ namespace {
 pthread_key_t g_key;
 bool g_key_made = false;
 int (*g_setspecific)(pthread_key_t, const void*) = nullptr;
+void (*g_testcancel)() = nullptr;
 
 // After the thread's unwinding: t_held_file is set only while this thread holds that file's lock
 // (shim/held_file.h), so it is released here; a thread that ends normally holds none. Only the innermost
@@ -32,7 +33,12 @@ void init_thread_exit() {
   using KeyCreate = int (*)(pthread_key_t*, void (*)(void*));
   auto key_create = reinterpret_cast<KeyCreate>(dlsym(RTLD_DEFAULT, "pthread_key_create"));
   g_setspecific = reinterpret_cast<decltype(g_setspecific)>(dlsym(RTLD_DEFAULT, "pthread_setspecific"));
+  g_testcancel = reinterpret_cast<decltype(g_testcancel)>(dlsym(RTLD_DEFAULT, "pthread_testcancel"));
   g_key_made = key_create && g_setspecific && key_create(&g_key, thread_exits) == 0;
+}
+
+void act_on_pending_cancellation() {
+  if (g_testcancel) g_testcancel();
 }
 
 void watch_thread_exit() {

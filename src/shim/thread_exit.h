@@ -17,5 +17,8 @@ extern APPENDGUARD_HIDDEN
 void init_thread_exit();
 // At a thread's first guarded call: its exit will look at t_held_file.
 [[gnu::cold, gnu::noinline]] void watch_thread_exit();
+// pthread_testcancel: acts on a cancellation pending for this thread. Resolved at start-up (before glibc
+// 2.34 it is libpthread's, which a program without threads does not load: then nothing can be pending).
+void act_on_pending_cancellation();
 
 }  // namespace appendguard
