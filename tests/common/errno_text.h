@@ -32,6 +32,8 @@ static inline const char* errno_text(int e) {
       return "ENOSPC";
     case EFBIG:
       return "EFBIG";
+    case EMFILE:
+      return "EMFILE";
     case EINTR:
       return "EINTR";
     default:

@@ -23,6 +23,8 @@
 //   closefrom_unwinder DIR   a guarded open (libunwind starts: its pipe), closefrom(3), an unguarded log,
 //                            config.txt read-only and out.txt opened on the numbers that pipe had, then a
 //                            guarded open (its site unwound), then config.txt read and "out" written
+//   spool_at_limit PATH      RLIMIT_NOFILE 32 (soft and hard), an O_RDWR|O_CREAT|O_EXCL open (spooled on a
+//                            store without rename), 10 bytes, every other number filled with /dev/null, close
 //   fsize PATH               RLIMIT_FSIZE 100 and a SIGXFSZ handler that counts: an O_RDWR open, 10 bytes,
 //                            ftruncate to 1000 and posix_fallocate to 1000, then the limit lifted and a close
 #define _GNU_SOURCE
@@ -311,6 +313,19 @@ static int case_closefrom_unwinder(const char* dir) {
   return 0;
 }
 
+static int case_spool_at_limit(const char* path) {
+  struct rlimit limit = {32, 32};
+  setrlimit(RLIMIT_NOFILE, &limit);
+  int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0644);
+  show("write", write(fd, "0123456789", 10));
+  int last = -1;
+  for (int f; (f = open("/dev/null", O_RDONLY)) >= 0;) last = f;
+  show("close", close(fd));
+  show("size_after", size_of(path));
+  for (int f = 3; f <= last; ++f) close(f);
+  return 0;
+}
+
 static volatile sig_atomic_t g_xfsz;
 static void count_xfsz(int sig) {
   (void)sig;
@@ -343,6 +358,7 @@ int main(int argc, char** argv) {
     return case_implicit_close(argv[0], argv[2], argv[3]);
   if (argc == 4 && strcmp(argv[1], "exec_env") == 0) return case_exec_env(argv[0], argv[2], argv[3]);
   if (argc == 3 && strcmp(argv[1], "fsize") == 0) return case_fsize(argv[2]);
+  if (argc == 3 && strcmp(argv[1], "spool_at_limit") == 0) return case_spool_at_limit(argv[2]);
   if (argc == 3 && strcmp(argv[1], "closefrom_unwinder") == 0) return case_closefrom_unwinder(argv[2]);
   if (argc == 4 && strcmp(argv[1], "dlclose") == 0) return case_dlclose(argv[2], argv[3]);
   if (argc == 4 && strcmp(argv[1], "fork_exclusive") == 0) return case_fork_exclusive(argv[2], atoi(argv[3]));
