@@ -9,6 +9,11 @@
 #include "core/config.h"
 
 namespace appendguard {
+
+bool mode_value_is_off(std::string_view v) {
+  return v.empty() || v == "0" || v == "off";
+}
+
 namespace {
 
 constexpr const char* kBool = "1, on, yes, true; 0, off, no, false";
@@ -47,7 +52,7 @@ std::string parse_word(std::string_view value, const Variable& self, const char*
 }
 
 std::string parse_mode(std::string_view v, const Variable& self, Config& config) {
-  if (v.empty() || v == "0" || v == "off") {
+  if (mode_value_is_off(v)) {
     config.mode = Mode::kOff;
   } else if (v == "1" || v == "on" || v == "enforce") {
     config.mode = Mode::kEnforce;

@@ -50,6 +50,9 @@ struct Variable {
 std::string rejected(const Variable& self, std::string_view why = {});
 
 std::span<const Variable> known_variables();
+// Whether APPENDGUARD=`value` leaves the library inert (unset counts as off too); an exec into an
+// environment where it does is told apart by the shim (exec_check.h).
+bool mode_value_is_off(std::string_view value);
 const Variable* find_variable(std::string_view name);  // nullptr when not in the table
 
 // True for names the check applies to: they start with "APPENDGUARD".

@@ -6,8 +6,13 @@
 #include <libunwind.h>
 #include <link.h>
 #include <sched.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -117,6 +122,71 @@ void find_modules() {
 
 namespace {
 
+// libunwind's check of the memory it reads (x86-64 access_mem, validating) writes one byte of that memory
+// into a pipe it opened at its start and reads one back, by descriptor number. A program that closes
+// descriptors it did not open (closefrom(3), close_range, a daemon's loop) and opens files again hands those
+// numbers to its own files: libunwind then read a byte of the program's file and wrote a byte of our memory
+// into another, and closed both when a read failed (third adversarial round: "config-line" read back as
+// "onfig-line", "\370out" in a file written "out"). Its local address space's access_mem is replaced by
+// this one, which uses no descriptor: a page is readable if process_vm_readv can copy one byte of it from
+// this process (EFAULT: not readable), or, where that call is refused (seccomp), if mincore finds it mapped
+// and resident (a guard page never is). Pages found readable are remembered (direct-mapped, 64), as
+// libunwind remembers its last four.
+constexpr size_t kCheckedPages = 64;
+std::atomic<uintptr_t> g_checked_pages[kCheckedPages];
+std::atomic<bool> g_vm_readv_refused{false};
+
+bool page_readable(uintptr_t page) {
+  if (page == 0) return false;
+  std::atomic<uintptr_t>& slot = g_checked_pages[(page >> 12) % kCheckedPages];
+  if (slot.load(std::memory_order_relaxed) == page) return true;
+  const int error = errno;
+  bool readable = false;
+  if (!g_vm_readv_refused.load(std::memory_order_relaxed)) {
+    char byte;
+    struct iovec local = {&byte, 1};
+    struct iovec remote = {reinterpret_cast<void*>(page), 1};
+    const long copied = syscall(SYS_process_vm_readv, syscall(SYS_getpid), &local, 1, &remote, 1, 0);
+    if (copied == 1 || errno == EFAULT) {
+      readable = copied == 1;
+    } else {
+      g_vm_readv_refused.store(true, std::memory_order_relaxed);
+    }
+  }
+  if (g_vm_readv_refused.load(std::memory_order_relaxed)) {
+    unsigned char resident = 0;
+    readable = mincore(reinterpret_cast<void*>(page), 1, &resident) == 0 && (resident & 1);
+  }
+  errno = error;
+  if (readable) slot.store(page, std::memory_order_relaxed);
+  return readable;
+}
+
+int access_mem_without_descriptors(unw_addr_space_t, unw_word_t address, unw_word_t* value, int write,
+                                   void*) {
+  auto* word = reinterpret_cast<unw_word_t*>(address);
+  if (write) {
+    *word = *value;
+    return 0;
+  }
+  const uintptr_t page_mask = ~static_cast<uintptr_t>(4095);
+  const uintptr_t first = address & page_mask;
+  const uintptr_t last = (address + sizeof(unw_word_t) - 1) & page_mask;
+  if (!page_readable(first) || (last != first && !page_readable(last))) return -1;
+  *value = *word;
+  return 0;
+}
+
+// libunwind fills its local address space (and opens its pipe) at its first unw_init_local: made here, so
+// that the accessor replaced after it stays replaced.
+void replace_memory_check(const Unwinder& u) {
+  unw_context_t context;
+  unw_cursor_t cursor;
+  if (u.getcontext(&context) != 0 || u.init_local(&cursor, &context) != 0) return;
+  if (unw_accessors_t* accessors = u.get_accessors(*u.local_space))
+    accessors->access_mem = access_mem_without_descriptors;
+}
+
 // libunwind is loaded when first needed (issue 27: its dlopen, with liblzma's, was most of a new
 // process's start-up), once per process: kNotLoaded -> kLoading -> kLoaded or kUnavailable.
 enum LoadState : int { kNotLoaded, kLoading, kLoaded, kUnavailable };
@@ -139,6 +209,7 @@ void load_now(void* p) {
   ok = ok && resolve(handle, APPENDGUARD_STR(unw_get_accessors), u.get_accessors);
   ok = ok && resolve(handle, APPENDGUARD_STR(unw_local_addr_space), u.local_space);
   if (!ok) return;
+  replace_memory_check(u);
   find_modules();
   g_unwinder = u;
   loaded = true;

@@ -4,6 +4,8 @@
 // program did not write is filled with zeros when the file's last descriptor here closes (or at exit),
 // so the file ends as an ordinary disk would leave it.
 #include <linux/magic.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -110,6 +112,16 @@ bool defer_resize_if_possible(const char* operation, int fd, Description* d, con
           static_cast<long long>(resize.offset), static_cast<long long>(resize.length),
           static_cast<unsigned long long>(before), static_cast<unsigned long long>(after));
   }
+  return true;
+}
+
+bool refuse_past_file_size_limit(uint64_t size) {
+  struct rlimit limit;
+  if (real_syscall(SYS_prlimit64, 0, RLIMIT_FSIZE, nullptr, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY ||
+      size <= limit.rlim_cur)
+    return false;
+  real_syscall(SYS_tgkill, raw_getpid(), real_syscall(SYS_gettid), SIGXFSZ);
+  errno = EFBIG;
   return true;
 }
 

@@ -1,7 +1,9 @@
 #include "shim/exec_check.h"
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -9,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/variables.h"
 #include "report/report.h"
 #include "shim/real_io.h"
 #include "shim/runtime.h"
@@ -56,7 +59,100 @@ const char* why_unguarded(const char* path) {
   return why;
 }
 
+// The LD_PRELOAD entry that loaded this library, as written there (empty: it came another way, such as
+// /etc/ld.so.preload or a link, which an exec keeps).
+char g_preload_entry[kMaxPath];
+
+// Whether the list `value` (LD_PRELOAD's: separated by ':' or ' ') holds `entry`.
+bool list_holds(const char* value, const char* entry) {
+  const size_t n = std::strlen(entry);
+  for (const char* at = value; *at;) {
+    const size_t length = std::strcspn(at, ": ");
+    if (length == n && std::strncmp(at, entry, n) == 0) return true;
+    at += length;
+    if (*at) ++at;
+  }
+  return false;
+}
+
+const char* value_in(char* const* envp, size_t entries, const char* name) {
+  const size_t n = std::strlen(name);
+  for (size_t i = 0; i < entries; ++i) {
+    if (std::strncmp(envp[i], name, n) == 0 && envp[i][n] == '=') return envp[i] + n + 1;
+  }
+  return nullptr;
+}
+
+// The guarded descriptors that survive this exec (not close-on-exec in the exec'ing process: its own, or
+// a vfork child's table); the lowest in `first`.
+int surviving_guarded_descriptors(int& first) {
+  int count = 0;
+  first = -1;
+  const int highest = g_files.highest_fd();
+  for (int fd = g_files.next_slot(0, highest); fd <= highest; fd = g_files.next_slot(fd + 1, highest)) {
+    if (!g_files.lookup(fd)) continue;
+    long flags = real_syscall(SYS_fcntl, fd, F_GETFD);
+    if (flags < 0 || (flags & FD_CLOEXEC)) continue;
+    if (first < 0) first = fd;
+    ++count;
+  }
+  return count;
+}
+
 }  // namespace
+
+void remember_preload_entry() {
+  Dl_info info{};
+  const char* preload = secure_getenv("LD_PRELOAD");
+  if (!preload || !dladdr(reinterpret_cast<void*>(&remember_preload_entry), &info) || !info.dli_fname) return;
+  const char* loaded = info.dli_fname;
+  const char* loaded_base = std::strrchr(loaded, '/') ? std::strrchr(loaded, '/') + 1 : loaded;
+  for (const char* at = preload; *at;) {
+    const size_t length = std::strcspn(at, ": ");
+    // As written (a path), or a bare name the loader looked up.
+    const bool same = (length == std::strlen(loaded) && std::strncmp(at, loaded, length) == 0) ||
+                      (std::memchr(at, '/', length) == nullptr && length == std::strlen(loaded_base) &&
+                       std::strncmp(at, loaded_base, length) == 0);
+    if (same && length < sizeof g_preload_entry) {
+      std::memcpy(g_preload_entry, at, length);
+      g_preload_entry[length] = '\0';
+      return;
+    }
+    at += length;
+    if (*at) ++at;
+  }
+}
+
+void say_if_new_environment_drops_the_library(const char* operation, char* const* envp, size_t entries) {
+  if (current_mode() == Mode::kOff || InternalScope::active() || !g_files.any_tracked()) return;
+  const char* preload = value_in(envp, entries, "LD_PRELOAD");
+  const char* mode = value_in(envp, entries, "APPENDGUARD");
+  const char* why = nullptr;
+  if (g_preload_entry[0] && (!preload || !list_holds(preload, g_preload_entry))) {
+    why = "LD_PRELOAD no longer names the library";
+  } else if (!mode || mode_value_is_off(mode)) {
+    why = mode ? "APPENDGUARD is off there" : "APPENDGUARD is unset there";
+  } else {
+    return;
+  }
+  int first = -1;
+  const int count = surviving_guarded_descriptors(first);
+  if (count == 0) return;
+  Description* d = g_files.lookup(first);
+  char message[kMaxPath * 2 + 700];
+  std::snprintf(
+      message, sizeof message,
+      "%s: the environment given to the new program does not load appendguard (%s%s%s), and it "
+      "inherits %d guarded descriptor%s (fd %d: %s): its writes there are not checked (an O_RDWR "
+      "open appendguard rewrote is O_APPEND in the kernel: a write at its position lands at the end "
+      "instead of being refused); keep LD_PRELOAD and APPENDGUARD in the environment passed to exec, "
+      "or close the descriptors before it (O_CLOEXEC); see docs/limits.md",
+      operation, why, g_preload_entry[0] && why[0] == 'L' ? ": " : "",
+      g_preload_entry[0] && why[0] == 'L' ? g_preload_entry : "", count, count == 1 ? "" : "s", first,
+      d ? d->path : "?");
+  InternalScope internal;
+  report_notice(message);
+}
 
 void say_if_exec_leaves_guarded_descriptors(const char* operation, const char* path) {
   if (!path || current_mode() == Mode::kOff || InternalScope::active() || !g_files.any_tracked()) return;

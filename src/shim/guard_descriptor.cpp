@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include "shim/report_once.h"
 #include "shim/spool.h"
 #include "shim/store_refusal.h"
+#include "shim/thread_exit.h"
 #include "shim/trace.h"
 #include "shim/violation.h"
 
@@ -108,6 +110,10 @@ inline int close_forgotten(int fd, int upload_error) {
 }  // namespace
 
 int close_tracked(int fd) {
+  // A cancellation pending at the close is acted on before anything is forgotten, as libc's close acts on
+  // it before the system call: the descriptor stays open, and tracked (third adversarial round: forgotten
+  // first, it stayed open untracked, and a pwrite at 0 through it appended unchecked). pthread_testcancel.
+  act_on_pending_cancellation();
   // On FUSE mounts close reports what the flush of the data found (HDFS: the write errors, write-once
   // stores: a failed upload), so the trace shows its real result and a store's refusal of a descriptor
   // we reopened is explained (close_reporting).
@@ -139,17 +145,42 @@ int close_tracked(int fd) {
   return close_forgotten(fd, upload_error);
 }
 
+void finish_before_implicit_close(int fd) {
+  if (!owns_file_table()) return;
+  Description* d = g_files.lookup(fd);
+  if (!d || !g_files.pin(d)) return;
+  fill_reservation_before_close(fd, d);
+  // A failed upload is said by the upload (one line).
+  if (any_spooled() && g_files.is_last_descriptor_of_file(fd)) upload_spooled_at_close(fd, d);
+  if (g_config->mode == Mode::kEnforce && d->store_renames != StoreRenames::kYes) remember_closed_on_store(d);
+  g_files.unpin(d);
+}
+
+void finish_close_on_exec_descriptors() {
+  if (!owns_file_table() || !g_files.any_tracked()) return;
+  const int highest = g_files.highest_fd();
+  for (int fd = g_files.next_slot(0, highest); fd <= highest; fd = g_files.next_slot(fd + 1, highest)) {
+    if (!g_files.lookup(fd)) continue;
+    const long flags = real_syscall(SYS_fcntl, fd, F_GETFD);
+    if (flags >= 0 && (flags & FD_CLOEXEC)) finish_before_implicit_close(fd);
+  }
+}
+
 void note_close_range(const char* operation, unsigned first, unsigned last) {
   if (!owns_file_table()) return;
-  if (tracing()) {
-    int highest = g_files.highest_fd();
-    const int end = highest < 0 ? -1 : static_cast<int>(std::min(last, static_cast<unsigned>(highest)));
-    for (int fd = g_files.next_slot(static_cast<int>(std::min(first, static_cast<unsigned>(INT32_MAX))), end);
-         fd <= end; fd = g_files.next_slot(fd + 1, end)) {
+  int highest = g_files.highest_fd();
+  const int end = highest < 0 ? -1 : static_cast<int>(std::min(last, static_cast<unsigned>(highest)));
+  for (int fd = g_files.next_slot(static_cast<int>(std::min(first, static_cast<unsigned>(INT32_MAX))), end);
+       fd <= end; fd = g_files.next_slot(fd + 1, end)) {
+    if (!g_files.lookup(fd)) continue;  // a held number's mark: commit_held_range's
+    // Each one finished, then forgotten: the last of a file's descriptors in the range is then its last.
+    finish_before_implicit_close(fd);
+    if (tracing()) {
       Description* d = g_files.lookup(fd);
       if (Pinned pinned(d); pinned)
         trace(operation, static_cast<int>(fd), d->path, 0, 0, "closed by %s(%u, %u)", operation, first, last);
     }
+    g_files.forget(fd);
   }
   g_files.forget_range(first, last);
 }

@@ -20,6 +20,14 @@ inline int forget_if_stale(int fd) {
   return fd;
 }
 void note_close_range(const char* operation, unsigned first, unsigned last);
+// A tracked descriptor that goes away without our close: dup2/dup3 onto its number, close_range/closefrom
+// over it (note_close_range), close-on-exec at an exec. What the program's close would do before the real
+// close is done now: a deferred preallocation's zeros (its file's last descriptor), a spooled file's upload,
+// a file closed on a store remembered for its rename. Before (third adversarial round) the file stayed at
+// the program's bytes (10 of the 8192 an ftruncate promised) and a spooled file never reached the store.
+void finish_before_implicit_close(int fd);
+// At an exec by the process itself: the same for each tracked close-on-exec descriptor.
+void finish_close_on_exec_descriptors();
 // F_SETFL: O_APPEND cannot be cleared on a descriptor we made append-only. Returns the flags to set.
 int setfl_flags(Description* d, int requested);
 void note_setfl(int fd, Description* d, int requested, int applied, int result);

@@ -46,6 +46,9 @@ inline uint64_t end_after_resize(const Resize& r, uint64_t end) {
 // sent; the promised size is filled with zeros at the last close (fill_reservation_before_close).
 // Returns true if it was deferred.
 bool defer_resize_if_possible(const char* operation, int fd, Description* d, const Resize& resize);
+// A deferred resize to `size` past RLIMIT_FSIZE: the kernel's answer to the resize it would have been, now
+// rather than at the close's fill (SIGXFSZ to the thread, then EFBIG: true with errno set).
+bool refuse_past_file_size_limit(uint64_t size);
 
 template <typename Perform>
 APPENDGUARD_SLOW_PATH int guarded_resize(const char* operation, int fd, Description* d, const Resize& resize,
@@ -67,8 +70,12 @@ APPENDGUARD_SLOW_PATH int guarded_resize(const char* operation, int fd, Descript
     errno = ENOSPC;
     return -1;
   }
-  if (enforce && g_config->prealloc == Prealloc::kDefer && defer_resize_if_possible(operation, fd, d, resize))
-    return 0;
+  if (enforce && g_config->prealloc == Prealloc::kDefer) {
+    const uint64_t size = end_after_resize(resize, end);
+    if (size > (reserved > end ? reserved : end) && refuse_past_file_size_limit(size))
+      return resize.returns_error ? EFBIG : -1;
+    if (defer_resize_if_possible(operation, fd, d, resize)) return 0;
+  }
   const bool is_noop = reserved <= end && resize_is_noop(resize, end);
   if (is_noop && enforce) {
     // The size stays as it is: nothing to ask of a mount that refuses resizing.

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include "shim/runtime.h"
+#include "shim/thread_exit.h"
 
 // The guarded paths are kept out of line so that each hook's untracked path is a few instructions and a
 // tail call, with no registers to save.
@@ -46,6 +47,8 @@ class HeldFile {
       return;
     }
     previous_ = t_held_file;
+    // A thread cancelled inside the call would keep the lock (shim/thread_exit.h).
+    if (__builtin_expect(!t_exit_watched, 0)) watch_thread_exit();
     t_held_file = file;
     file->lock.lock();
     if (!g_files.still_refers_to(fd, d)) {  // d is never the closed_by_program() mark

@@ -1,7 +1,9 @@
 // Positioning and the life of descriptors: lseek, dup, close, fcntl.
+#include <fcntl.h>
 #include <linux/close_range.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <sys/syscall.h>
 
 #include "shim/guard_descriptor.h"
 #include "shim/guard_seek.h"
@@ -123,6 +125,12 @@ APPENDGUARD_HOOK int dup(int fd) {
   return result;
 }
 
+// dup2/dup3 onto a tracked number closes it in the kernel: the close's work first (guard_descriptor.h),
+// unless the call is bound to fail because old_fd is not open (the program goes on using new_fd then).
+[[gnu::noinline]] static void finish_replaced(int old_fd, int new_fd) {
+  if (real_syscall(SYS_fcntl, old_fd, F_GETFD) >= 0) finish_before_implicit_close(new_fd);
+}
+
 // dup2/dup3 onto a number we hold would close the session behind our back: it is committed first (and
 // a commit of that number by the committer thread is waited for, else its close would close the
 // program's new descriptor). dup2/dup3 from a number the program closed fail EBADF.
@@ -131,6 +139,8 @@ APPENDGUARD_HOOK int dup2(int old_fd, int new_fd) {
   if (__builtin_expect(any_held_sessions(), 0) && old_fd != new_fd && new_fd >= 0)
     commit_held_range(static_cast<unsigned>(new_fd), static_cast<unsigned>(new_fd),
                       "before dup2 onto its number");
+  if (__builtin_expect(g_files.lookup(new_fd) != nullptr, 0) && old_fd != new_fd)
+    finish_replaced(old_fd, new_fd);
   int result = real_dup2(old_fd, new_fd);
   if (__builtin_expect(result >= 0 && old_fd != new_fd && (g_files.lookup(old_fd) || g_files.slot(new_fd)),
                        0)) {
@@ -144,6 +154,8 @@ APPENDGUARD_HOOK int dup3(int old_fd, int new_fd, int flags) {
   if (__builtin_expect(any_held_sessions(), 0) && old_fd != new_fd && new_fd >= 0)
     commit_held_range(static_cast<unsigned>(new_fd), static_cast<unsigned>(new_fd),
                       "before dup3 onto its number");
+  if (__builtin_expect(g_files.lookup(new_fd) != nullptr, 0) && old_fd != new_fd)
+    finish_replaced(old_fd, new_fd);
   int result = real_dup3(old_fd, new_fd, flags);
   if (__builtin_expect(result >= 0 && (g_files.lookup(old_fd) || g_files.slot(new_fd)), 0)) {
     keep_errno([&](int) { note_duplicate("dup3", old_fd, result); });

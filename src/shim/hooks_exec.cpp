@@ -15,6 +15,7 @@
 #include "core/carried_fds.h"
 #include "report/report.h"
 #include "shim/exec_check.h"
+#include "shim/guard_descriptor.h"
 #include "shim/held_sessions.h"
 #include "shim/hook.h"
 #include "shim/trace.h"
@@ -133,6 +134,8 @@ int exec_carrying(const char* operation, char* const* envp, Exec&& exec, bool sp
       commit_all_held("before exec");
     }
   }
+  // Close-on-exec descriptors close at the exec: the work of their close first (guard_descriptor.h).
+  if (!spawns) finish_close_on_exec_descriptors();
   // The buffered trace lines of this program; not from a vfork child (they are its parent's to write).
   if (current_mode() != Mode::kOff && tracing() && owns_file_table()) flush_all_traces();
   if (current_mode() == Mode::kOff) return exec(envp);
@@ -143,6 +146,7 @@ int exec_carrying(const char* operation, char* const* envp, Exec&& exec, bool sp
   // Every entry, however many: the kernel bounds the environment (E2BIG), and from 65,536 on nothing was
   // carried, silently (test_descriptors ExecFromASmallThreadTest).
   while (envp && envp[entries]) ++entries;
+  say_if_new_environment_drops_the_library(operation, envp, entries);
   const bool complete = exact && guarding_settings_in(envp, entries) == g_guarding_settings;
   if (!complete && !g_files.any_tracked()) return exec(envp);
   size_t count = 0;
@@ -208,6 +212,7 @@ void appendguard::resolve_exec_functions() {
 
 void appendguard::remember_guarding_settings() {
   g_guarding_settings = guarding_settings([](const char* name) { return secure_getenv(name); });
+  remember_preload_entry();
 }
 
 namespace {

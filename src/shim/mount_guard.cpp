@@ -133,6 +133,10 @@ void remember_clear_directory(const MountTable& table, int dirfd, const Director
   t_clear_directory.remember(&table, identity);
 }
 
+void reset_mount_refresh_after_fork_child() {
+  g_refresh_lock.reset_in_child();
+}
+
 void refresh_mounts_after_start(dev_t device) {
   {
     LockGuard guard(g_refresh_lock);

@@ -22,6 +22,8 @@ void load_mount_table();
 // read. Reads mountinfo again (at most once per such device, for at most 16 devices), so that the
 // store's kind is known. Only guarded opens call it, with the st_dev they have already.
 void refresh_mounts_after_start(dev_t device);
+// In a fork child (its handler): the lock of those rereadings, which another thread may have held.
+void reset_mount_refresh_after_fork_child();
 
 // Null when no mount is append-only. Replaced tables are never freed (a reader may still use one).
 extern APPENDGUARD_HIDDEN MountTablePointer g_mount_table;

@@ -31,6 +31,7 @@
 #include "shim/real_io.h"
 #include "shim/spool.h"
 #include "shim/syscall_dispatch.h"
+#include "shim/thread_exit.h"
 
 namespace appendguard {
 
@@ -68,6 +69,10 @@ void after_fork_child() {
   new (&g_summary) SummaryCounters();
   g_owner_pid.store(raw_getpid(), std::memory_order_relaxed);
   reset_mount_reading_after_fork();
+  // Locks another thread of the parent may have held at the fork (third adversarial round).
+  reset_exclusive_after_fork_child();
+  reset_spool_after_fork_child();
+  reset_mount_refresh_after_fork_child();
   arm_syscall_dispatch_in_this_thread();  // not inherited by a child
 }
 
@@ -162,6 +167,7 @@ void initialize() {
   configure_reporter(*g_config);
   set_unwinder_loading_check(owns_file_table);  // a vfork child does not load libunwind for its parent
   init_path_scratch();
+  init_thread_exit();
   g_getpid_is_the_system_call = libc_version_at_least(gnu_get_libc_version(), 2, 25);
   const pid_t self = raw_getpid();
   g_owner_pid.store(self, std::memory_order_relaxed);

@@ -5,12 +5,15 @@
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <linux/futex.h>
+#include <linux/magic.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -176,6 +179,39 @@ struct UploadMapping {
   alignas(64) char stack[kChildStack];
 };
 
+// The target's open when the program's own descriptors fill RLIMIT_NOFILE (third adversarial round: a
+// spooled file closed by a program at its limit failed EMFILE and was lost with its spool). This child has
+// copies of the program's limits and descriptor table, so room is made here only: the soft limit raised to
+// the hard one, else one copied descriptor closed that is neither the source nor on a FUSE filesystem
+// (closing a copy of a store's descriptor would flush that file; POSIX locks belong to the table that took
+// them, the program's). System calls through libc's syscall(): our hooks would change the program's table,
+// which this child shares.
+int open_target(const UploadJob& job) {
+  int target = real_openat(AT_FDCWD, job.target, job.target_flags, 0666);
+  if (target >= 0 || errno != EMFILE) return target;
+  struct rlimit limit;
+  if (real_syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, nullptr, &limit) != 0) return target;
+  if (limit.rlim_cur < limit.rlim_max) {
+    const rlim_t soft = limit.rlim_cur;
+    limit.rlim_cur = limit.rlim_max;
+    if (real_syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &limit, nullptr) == 0) {
+      target = real_openat(AT_FDCWD, job.target, job.target_flags, 0666);
+      if (target >= 0 || errno != EMFILE) return target;
+    }
+    limit.rlim_cur = soft;
+  }
+  const long highest = limit.rlim_cur < (rlim_t{1} << 20) ? static_cast<long>(limit.rlim_cur) : long{1} << 20;
+  for (long fd = 0; fd < highest; ++fd) {
+    struct statfs fs;
+    if (fd == job.source_fd || real_syscall(SYS_fstatfs, fd, &fs) != 0 || fs.f_type == FUSE_SUPER_MAGIC)
+      continue;
+    real_syscall(SYS_close, fd);
+    return real_openat(AT_FDCWD, job.target, job.target_flags, 0666);
+  }
+  errno = EMFILE;
+  return -1;
+}
+
 int upload_child(void* arg) {
   auto* m = static_cast<UploadMapping*>(arg);
   UploadJob& job = m->job;
@@ -185,7 +221,7 @@ int upload_child(void* arg) {
     job.error = error ? error : EIO;
     return 1;
   };
-  int target = real_openat(AT_FDCWD, job.target, job.target_flags, 0666);
+  int target = open_target(job);
   int status = 0;
   if (target < 0) {
     status = fail("open", errno);
@@ -654,6 +690,10 @@ int upload_spooled_at_close(int fd, Description* d) {
   std::free(name);
   if (error != 0) errno = error;
   return error == 0 ? 0 : -1;
+}
+
+void reset_spool_after_fork_child() {
+  g_lock.reset_in_child();
 }
 
 void upload_spooled_at_exit() {

@@ -71,5 +71,7 @@ void remember_closed_on_store(const Description* d);
 int upload_spooled_at_close(int fd, Description* d);
 // At exit: spooled files still open are uploaded as at their close.
 void upload_spooled_at_exit();
+// In a fork child (its handler): the registry's lock, which another thread of the parent may have held.
+void reset_spool_after_fork_child();
 
 }  // namespace appendguard

@@ -655,6 +655,10 @@ void arm_syscall_dispatch_in_this_thread() {
   sync_this_thread();
 }
 
+void reset_exclusive_after_fork_child() {
+  g_exclusive_lock.reset_in_child();
+}
+
 bool syscall_dispatch_armed() {
   return armed();
 }

@@ -19,6 +19,10 @@ void start_syscall_dispatch(const Config& config);
 // A thread we saw created (pthread_create, with always) and a fork child's thread: armed if its selector
 // is BLOCK (always: every thread's; auto: a fork child of a trapping thread).
 void arm_syscall_dispatch_in_this_thread();
+// In a fork child (its handler): the lock of the exclusive-created descriptors, which another thread of the
+// parent may have held at the fork (third adversarial round: the child's O_CREAT|O_EXCL open waited forever
+// with every signal blocked).
+void reset_exclusive_after_fork_child();
 // Whether the layer is available in this process (threads arm as they need), for notices and the doctor.
 bool syscall_dispatch_armed();
 // True on this thread while the handler performs a trapped call (trace lines say "raw system call").

@@ -30,6 +30,10 @@ static inline const char* errno_text(int e) {
       return "EROFS";
     case ENOSPC:
       return "ENOSPC";
+    case EFBIG:
+      return "EFBIG";
+    case EMFILE:
+      return "EMFILE";
     case EINTR:
       return "EINTR";
     default:
