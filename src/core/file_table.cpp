@@ -271,6 +271,7 @@ Description* FileTable::track(int fd, const OpenRecord& record) {
   d->kernel_appends = record.kernel_appends;
   d->store_renames = record.store_renames;
   d->readable_by_program = record.readable_by_program;
+  d->read_failed = false;
   d->shares_offset.store(record.shares_offset && !record.kernel_appends, std::memory_order_relaxed);
   d->starts_session = record.starts_session;
   d->reused_session = record.reused_session;
@@ -323,6 +324,7 @@ Description* FileTable::track_reserved(int fd, Description* d, const OpenedFile&
   }
   d->file = file;
   d->reported_once = 0;
+  d->read_failed = false;
   d->commit_requested.store(false, std::memory_order_relaxed);
   d->descriptors = 1;
   // seek_site_ is null already: zeros in fresh memory, and recycle_description clears it.

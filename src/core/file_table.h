@@ -161,6 +161,9 @@ struct Description {
   bool program_appends = false;
   bool kernel_appends = false;
   bool readable_by_program = false;  // the program asked for read access
+  // A read failed because appendguard made the descriptor write-only: later writes are refused
+  // (PositionState::read_failed). Set under file->lock.
+  bool read_failed = false;
   // The kernel offset is shared with another process (a fork, an inherited or received descriptor),
   // which may move it: writes at the position read it back first. Set by fork handlers without the lock.
   std::atomic<bool> shares_offset{false};
@@ -208,7 +211,9 @@ struct Description {
   // reader racing a recycle reads a string that ends within it. Not initialized: fresh pool memory is zeros.
   char short_path[kShortPath];
 
-  PositionState snapshot() const { return {position, file->end_of_file, program_appends, kernel_appends}; }
+  PositionState snapshot() const {
+    return {position, file->end_of_file, program_appends, kernel_appends, read_failed};
+  }
   void store(const PositionState& s) {
     position = s.position;
     file->end_of_file = s.end_of_file;

@@ -201,6 +201,11 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
     decision.facts_decided = true;
     decision.hold = hold_mode_for(decision.facts.kind);
     decision.flags = rewrite_open_flags(request.flags);
+    // A truncating open where sessions are held (a write-once store) starts a new upload from offset 0,
+    // whose writes rclone --vfs-cache-mode off fails with ESPIPE under O_APPEND (`dd oflag=append`
+    // without conv=notrunc left the file empty): the program's O_APPEND is carried out here instead, as
+    // for a file written anew (its writes must land at the end, where the kernel offset is then moved).
+    if (decision.hold && (decision.flags & O_TRUNC)) decision.flags &= ~O_APPEND;
     // A new file on a store without rename: the spool (shim/spool.h; an existing file is not asked about).
     decision.spool = !exists && spools(request, decision);
     // A file this process did not start (or no longer holds) cannot be appended to on a write-once
