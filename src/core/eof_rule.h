@@ -60,11 +60,9 @@ inline WriteCheck check_write(const PositionState& state, const WriteRequest& re
   check.landing_offset = kernel_appends ? state.end_of_file : at;
   if (request.rwf_noappend && refuse_noappend) {
     check.verdict = WriteVerdict::kNoAppendFlag;
-  } else if (state.read_failed && request.count > 0) {
-    check.verdict = WriteVerdict::kAfterFailedRead;
-  } else if (request.count > 0 &&
-             (check.intended_offset != state.end_of_file || check.landing_offset != state.end_of_file)) {
-    check.verdict = WriteVerdict::kNotAtEnd;
+  } else if (request.count > 0 && (check.intended_offset != state.end_of_file ||
+                                   check.landing_offset != state.end_of_file || state.read_failed)) {
+    check.verdict = state.read_failed ? WriteVerdict::kAfterFailedRead : WriteVerdict::kNotAtEnd;
   }
   return check;
 }
