@@ -271,7 +271,6 @@ Description* FileTable::track(int fd, const OpenRecord& record) {
   d->kernel_appends = record.kernel_appends;
   d->store_renames = record.store_renames;
   d->readable_by_program = record.readable_by_program;
-  d->read_failed = false;
   d->shares_offset.store(record.shares_offset && !record.kernel_appends, std::memory_order_relaxed);
   d->starts_session = record.starts_session;
   d->reused_session = record.reused_session;

@@ -90,6 +90,10 @@ struct OpenSite {
   int effective_flags = 0;
   uint64_t written_back = 0;  // APPENDGUARD_REOPEN=rewrite: the bytes the library wrote back after O_TRUNC
   bool reused_held = false;   // answered with a held session's descriptor (write-once stores)
+  // A read-write open on a store whose cache takes writes anywhere (rclone --vfs-cache-mode minimal), of
+  // a file no pattern names: its writes below the end go through as on a local disk (looked at only on
+  // the refused path, guard_write.h); size changes keep their rules.
+  bool writes_in_place = false;
   pid_t pid = 0;
   pid_t tid = 0;
   int frame_count = 0;
@@ -106,6 +110,7 @@ inline void copy_open_site(OpenSite& to, const OpenSite& from) {
   to.effective_flags = from.effective_flags;
   to.written_back = from.written_back;
   to.reused_held = from.reused_held;
+  to.writes_in_place = from.writes_in_place;
   to.pid = from.pid;
   to.tid = from.tid;
   to.frame_count = from.frame_count;

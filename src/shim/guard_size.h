@@ -128,7 +128,15 @@ APPENDGUARD_SLOW_PATH int guarded_resize(const char* operation, int fd, Descript
         violation_on(operation, fd, d, end, why).with_offset(allocates ? resize.offset : resize.length);
     if (allocates) v.with_count(static_cast<uint64_t>(resize.length));
     v.fixed_by_enforce = deferrable && !enforce;
-    if (!raise_violation(v)) return resize.returns_error ? errno : -1;
+    if (!raise_violation(v)) {
+      // A writer in place whose resize was refused (rclone minimal drops a shrink silently anyway) would
+      // leave a file with a stale tail (`dd seek=N` without conv=notrunc): its writes below the end are
+      // refused from now on.
+      if (d->site.writes_in_place) {
+        if (HeldFile file(fd, d); file) d->site.writes_in_place = false;
+      }
+      return resize.returns_error ? errno : -1;
+    }
   }
   int result = perform();
   int error = resize.returns_error ? result : errno;

@@ -87,7 +87,8 @@ template <typename Perform>
     state = d->snapshot();
     check = check_write(state, request, g_config->mode == Mode::kEnforce);
   }
-  if (__builtin_expect(check.verdict != WriteVerdict::kAllowed, 0)) {
+  if (__builtin_expect(check.verdict != WriteVerdict::kAllowed, 0) &&
+      !(check.verdict == WriteVerdict::kNotAtEnd && d->site.writes_in_place)) {
     file.release();
     const RefusedWrite refused{request.count,           request.has_offset,   check.verdict,
                                check.intended_offset,   check.landing_offset, state.end_of_file,

@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import unittest
@@ -68,9 +69,10 @@ class Run:
         return f"status {self.status}, files {sorted((k, len(v)) for k, v in self.after.items())}\n{self.output[-3000:]}"
 
 
-class NewUserOnStores(unittest.TestCase):
+class StoresTest(unittest.TestCase):
+    """Mounts the class's MOUNT stores once for its tests; runs operations there and on a local disk."""
+    MOUNT = ()
     stack = None
-    stores = {}
 
     @classmethod
     def setUpClass(cls):
@@ -80,8 +82,9 @@ class NewUserOnStores(unittest.TestCase):
         with open(os.path.join(cls.src, "new"), "wb") as f:
             f.write(NEW)
         cls.stack = contextlib.ExitStack()
+        cls.stores = {}
         try:
-            for key in STORE_KEYS:
+            for key in cls.MOUNT:
                 base = os.path.join(cls.root, key)
                 os.makedirs(base)
                 cls.stores[key] = cls.stack.enter_context(matrix_stores.mounted_store(key, base, None))
@@ -115,7 +118,7 @@ class NewUserOnStores(unittest.TestCase):
         env = harness.child_env(mode="1" if lib else None, preload=lib, D=d, S=self.src, PY=PYTHON)
         proc = subprocess.run(["bash", "-c", command], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, timeout=60)
-        if where == "rclone-off":
+        if where.startswith("rclone"):
             time.sleep(0.3)  # the upload ends after the close
         return Run(proc, before, e2e_support.files_of(d))
 
@@ -130,6 +133,11 @@ class NewUserOnStores(unittest.TestCase):
         self.assertNotEqual(run.status, 0, f"{store}: exit 0 with other bytes than the local run: {run}")
         self.assertTrue(run.loud, f"{store}: failed without an appendguard line: {run}")
         self.assertEqual(run.after, run.before, f"{store}: failed and a pre-existing file changed: {run}")
+
+
+
+class NewUserOnStores(StoresTest):
+    MOUNT = STORE_KEYS
 
     # ---- a read refused on a handle made write-only: no write afterwards (zipfile's mode "a")
 
@@ -216,6 +224,70 @@ class NewUserOnStores(unittest.TestCase):
                 with self.subTest(f"{store}: {name}"):
                     run = self.run_case(store, files, command, True)
                     self.assert_identical_or_loud_and_intact(store, run, local_after)
+
+
+class ReadWriteOnRcloneMinimal(StoresTest):
+    """rclone --vfs-cache-mode minimal serves a read-write open from its local cache: sqlite, zipfile's mode
+    "a", `tar -r`, "r+b" writes in place, "a+b" then reading back work there without the library. The
+    library took the mount for a write-once one and rewrote each such open into a write-only one written
+    anew: all of them failed (sqlite3 "disk I/O error", zipfile appended a second archive). Now a read-write
+    open there is kept as asked and tracked: writes below the end of a file no pattern names go through,
+    a `*.safetensors` file's are still refused, size changes keep their rules."""
+
+    MOUNT = ("rclone-minimal",)
+    CASES = {
+        "sqlite3 insert into an existing database": (
+            {"db": None}, 'sqlite3 "$D/db" "insert into t values(2);"'),
+        "zipfile mode a": ({"ckpt.zip": a_zip()}, f'"$PY" -c "{ZIP_APPEND}" "$D/ckpt.zip"'),
+        "tar -r": (None, 'tar -rf "$D/x.tar" -C "$S" new'),
+        "r+b write at 0": ({"f": OLD}, '"$PY" -c "import sys; f = open(sys.argv[1], \'r+b\'); f.write(b\'XY\')" "$D/f"'),
+        "a+b write then read back": ({"f": OLD}, '"$PY" -c "import sys; f = open(sys.argv[1], \'a+b\'); '
+                                                 'f.write(b\'more\'); f.seek(0); assert len(f.read()) == 4100" "$D/f"'),
+    }
+
+    def files_for(self, name, files):
+        if files is None:  # a tar archive of one file, made locally
+            out = io.BytesIO()
+            with tarfile.open(fileobj=out, mode="w") as t:
+                info = tarfile.TarInfo("old")
+                info.size, info.mtime = len(OLD), 1_700_000_000
+                t.addfile(info, io.BytesIO(OLD))
+            return {"x.tar": out.getvalue()}
+        if "db" in files:
+            directory = tempfile.mkdtemp(dir=self.root)
+            subprocess.run(["sqlite3", os.path.join(directory, "db"), "create table t(x); insert into t values(1);"],
+                           check=True)
+            with open(os.path.join(directory, "db"), "rb") as f:
+                return {"db": f.read()}
+        return files
+
+    def test_read_write_opens_work_as_without_the_library(self):
+        for name, (files, command) in self.CASES.items():
+            files = self.files_for(name, files)
+            local_after = self.local(files, command)
+            with self.subTest(name):
+                plain = self.run_case("rclone-minimal", files, command, False)
+                self.assertEqual((plain.status, plain.after), (0, local_after), f"without the library: {plain}")
+                run = self.run_case("rclone-minimal", files, command, True)
+                self.assertEqual((run.status, run.after), (0, local_after), f"with the library: {run}")
+
+    def test_a_safetensors_file_is_still_refused_below_its_end(self):
+        files = {"m.safetensors": OLD}
+        run = self.run_case("rclone-minimal", files,
+                            '"$PY" -c "import sys; f = open(sys.argv[1], \'r+b\', buffering=0); f.write(b\'XY\')" '
+                            '"$D/m.safetensors"', True)
+        self.assertNotEqual(run.status, 0, run)
+        self.assertIn("appendguard: violation: write", run.output, run)
+        self.assertEqual(run.after, run.before, run)
+
+    def test_a_refused_shrink_stops_the_writes_in_place(self):
+        """`dd seek=5 bs=100` without conv=notrunc opens O_RDWR, truncates to 500 and writes at 500: rclone
+        minimal drops the shrink silently (the file keeps its 4096 bytes, exit 0, without the library). With
+        it the shrink is refused (a violation), and so are the writes in place after it: the file intact."""
+        files = {"f": OLD}
+        run = self.run_case("rclone-minimal", files, 'dd if="$S/new" of="$D/f" bs=100 count=1 seek=5 status=none', True)
+        self.assertIn("appendguard: violation: ftruncate", run.output, run)
+        self.assertEqual(run.after, run.before, run)
 
 
 def main():
