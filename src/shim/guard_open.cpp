@@ -202,11 +202,13 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
     decision.hold = hold_mode_for(decision.facts.kind);
     decision.flags = rewrite_open_flags(request.flags);
     if (__builtin_expect(decision.hold, 0)) {
-      // rclone --vfs-cache-mode minimal serves a read-write open from its cache (sqlite, zipfile's mode
-      // "a", `tar -r`, "r+b" writes in place all work there without the library): kept O_RDWR, tracked,
-      // never held; the writes below the end of a file no pattern names go through (a named one's are
-      // refused as anywhere), size changes keep their rules (rclone drops a shrink of such a handle).
-      if (decision.facts.caches_read_write && (request.flags & O_ACCMODE) == O_RDWR) {
+      // rclone --vfs-cache-mode minimal serves a read-write or appending open from its cache (sqlite,
+      // zipfile's mode "a", `tar -r`, "r+b" writes in place, two processes appending all work there
+      // without the library): kept as asked, tracked, never held; the writes below the end of a file no
+      // pattern names go through (a named one's are refused as anywhere), size changes keep their rules
+      // (rclone drops a shrink of such a handle).
+      if (decision.facts.caches_read_write &&
+          ((request.flags & O_ACCMODE) == O_RDWR || (request.flags & O_APPEND))) {
         decision.flags = request.flags;
         decision.hold = false;
         decision.in_place = !decision.by_name;

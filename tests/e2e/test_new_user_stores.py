@@ -55,6 +55,12 @@ PY_TRUNCATE = ("import sys\n"
                "    f.truncate(0)\n"
                "    f.write(b'abc' * 100)\n")
 OS_TRUNCATE = "import os, sys; os.truncate(sys.argv[1], 0)"
+TWO_APPENDERS = ("import subprocess, sys\n"
+                 "with open(sys.argv[1], 'ab') as f:\n"
+                 "    f.write(b'1' * 10)\n"
+                 "    f.flush()\n"
+                 "    subprocess.run(['bash', '-c', 'printf 2222 >> ' + sys.argv[1]], check=True)\n"
+                 "    f.write(b'3' * 10)\n")
 
 
 class Run:
@@ -227,8 +233,9 @@ class NewUserOnStores(StoresTest):
 
 
 class ReadWriteOnRcloneMinimal(StoresTest):
-    """rclone --vfs-cache-mode minimal serves a read-write open from its local cache: sqlite, zipfile's mode
-    "a", `tar -r`, "r+b" writes in place, "a+b" then reading back work there without the library. The
+    """rclone --vfs-cache-mode minimal serves a read-write or appending open from its local cache: sqlite,
+    zipfile's mode "a", `tar -r`, "r+b" writes in place, "a+b" then reading back, two processes appending
+    work there without the library. The
     library took the mount for a write-once one and rewrote each such open into a write-only one written
     anew: all of them failed (sqlite3 "disk I/O error", zipfile appended a second archive). Now a read-write
     open there is kept as asked and tracked: writes below the end of a file no pattern names go through,
@@ -241,6 +248,7 @@ class ReadWriteOnRcloneMinimal(StoresTest):
         "zipfile mode a": ({"ckpt.zip": a_zip()}, f'"$PY" -c "{ZIP_APPEND}" "$D/ckpt.zip"'),
         "tar -r": (None, 'tar -rf "$D/x.tar" -C "$S" new'),
         "r+b write at 0": ({"f": OLD}, '"$PY" -c "import sys; f = open(sys.argv[1], \'r+b\'); f.write(b\'XY\')" "$D/f"'),
+        "two processes appending": ({"f": OLD}, f'"$PY" -c "{TWO_APPENDERS}" "$D/f"'),
         "a+b write then read back": ({"f": OLD}, '"$PY" -c "import sys; f = open(sys.argv[1], \'a+b\'); '
                                                  'f.write(b\'more\'); f.seek(0); assert len(f.read()) == 4100" "$D/f"'),
     }
