@@ -14,6 +14,10 @@ struct PositionState {
   uint64_t end_of_file = 0;      // the file's end as this process knows it
   bool program_appends = false;  // the program itself asked for O_APPEND
   bool kernel_appends = false;   // the real descriptor has O_APPEND (ours or the program's)
+  // A read of this description failed because appendguard made it write-only (enforce mode): what the
+  // program writes next may rest on what it could not read (Python's zipfile takes an unreadable archive
+  // for no archive and appends a new one to it), so every later write is refused.
+  bool read_failed = false;
 };
 
 struct WriteRequest {
@@ -31,7 +35,7 @@ struct WriteRequest {
   }
 };
 
-enum class WriteVerdict { kAllowed, kNotAtEnd, kNoAppendFlag };
+enum class WriteVerdict { kAllowed, kNotAtEnd, kNoAppendFlag, kAfterFailedRead };
 
 struct WriteCheck {
   WriteVerdict verdict = WriteVerdict::kAllowed;
@@ -56,9 +60,9 @@ inline WriteCheck check_write(const PositionState& state, const WriteRequest& re
   check.landing_offset = kernel_appends ? state.end_of_file : at;
   if (request.rwf_noappend && refuse_noappend) {
     check.verdict = WriteVerdict::kNoAppendFlag;
-  } else if (request.count > 0 &&
-             (check.intended_offset != state.end_of_file || check.landing_offset != state.end_of_file)) {
-    check.verdict = WriteVerdict::kNotAtEnd;
+  } else if (request.count > 0 && (check.intended_offset != state.end_of_file ||
+                                   check.landing_offset != state.end_of_file || state.read_failed)) {
+    check.verdict = state.read_failed ? WriteVerdict::kAfterFailedRead : WriteVerdict::kNotAtEnd;
   }
   return check;
 }

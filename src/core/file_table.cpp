@@ -323,6 +323,7 @@ Description* FileTable::track_reserved(int fd, Description* d, const OpenedFile&
   }
   d->file = file;
   d->reported_once = 0;
+  d->read_failed = false;
   d->commit_requested.store(false, std::memory_order_relaxed);
   d->descriptors = 1;
   // seek_site_ is null already: zeros in fresh memory, and recycle_description clears it.

@@ -90,6 +90,10 @@ struct OpenSite {
   int effective_flags = 0;
   uint64_t written_back = 0;  // APPENDGUARD_REOPEN=rewrite: the bytes the library wrote back after O_TRUNC
   bool reused_held = false;   // answered with a held session's descriptor (write-once stores)
+  // A read-write open on a store whose cache takes writes anywhere (rclone --vfs-cache-mode minimal), of
+  // a file no pattern names: its writes below the end go through as on a local disk (looked at only on
+  // the refused path, guard_write.h); size changes keep their rules.
+  bool writes_in_place = false;
   pid_t pid = 0;
   pid_t tid = 0;
   int frame_count = 0;
@@ -106,6 +110,7 @@ inline void copy_open_site(OpenSite& to, const OpenSite& from) {
   to.effective_flags = from.effective_flags;
   to.written_back = from.written_back;
   to.reused_held = from.reused_held;
+  to.writes_in_place = from.writes_in_place;
   to.pid = from.pid;
   to.tid = from.tid;
   to.frame_count = from.frame_count;
@@ -161,6 +166,9 @@ struct Description {
   bool program_appends = false;
   bool kernel_appends = false;
   bool readable_by_program = false;  // the program asked for read access
+  // A read failed because appendguard made the descriptor write-only: later writes are refused
+  // (PositionState::read_failed). Set under file->lock.
+  bool read_failed = false;
   // The kernel offset is shared with another process (a fork, an inherited or received descriptor),
   // which may move it: writes at the position read it back first. Set by fork handlers without the lock.
   std::atomic<bool> shares_offset{false};
@@ -208,7 +216,9 @@ struct Description {
   // reader racing a recycle reads a string that ends within it. Not initialized: fresh pool memory is zeros.
   char short_path[kShortPath];
 
-  PositionState snapshot() const { return {position, file->end_of_file, program_appends, kernel_appends}; }
+  PositionState snapshot() const {
+    return {position, file->end_of_file, program_appends, kernel_appends, read_failed};
+  }
   void store(const PositionState& s) {
     position = s.position;
     file->end_of_file = s.end_of_file;

@@ -337,6 +337,8 @@ MountFacts MountTable::facts_of(std::string_view path) const {
   if (const Mount* mount = longest_prefix(facts_scope_, path)) {
     facts.kind = mount->entry.kind;
     facts.renames = mount->entry.renames;
+    facts.caches_read_write =
+        mount->entry.type == "fuse.rclone" && mount->entry.rclone_mode == RcloneCacheMode::kMinimal;
   }
   return facts;
 }

@@ -57,6 +57,9 @@ struct MountEntry {
 struct MountFacts {
   StoreKind kind = StoreKind::kAppends;
   bool renames = true;
+  // rclone --vfs-cache-mode minimal: a read-write open is served from rclone's local cache (reads and
+  // writes anywhere, as on a local disk); only write-only opens stream as one upload (write-once).
+  bool caches_read_write = false;
 };
 
 // Whether `entry` is an rclone mount whose cache accepts random writes like a local disk

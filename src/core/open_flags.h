@@ -13,11 +13,14 @@ inline bool is_write_open(int flags) {
 }
 
 // Enforce mode: O_RDWR becomes O_WRONLY|O_APPEND; any other write open that does not truncate gets
-// O_APPEND (on HDFS a plain O_WRONLY open replaces the file). Every other flag is kept. Inline: every
-// guarded open asks (issue 27).
+// O_APPEND (on HDFS a plain O_WRONLY open replaces the file). A truncating O_RDWR open ("w+b") becomes
+// O_WRONLY|O_TRUNC as "wb" is, without O_APPEND: the file starts empty, and rclone --vfs-cache-mode off
+// fails every write of an O_APPEND|O_TRUNC descriptor of an existing file (ESPIPE), leaving it emptied.
+// Every other flag is kept. Inline: every guarded open asks (issue 27).
 inline int rewrite_open_flags(int flags) {
   if (!is_write_open(flags)) return flags;
-  if ((flags & O_ACCMODE) == O_RDWR) return (flags & ~O_ACCMODE) | O_WRONLY | O_APPEND;
+  if ((flags & O_ACCMODE) == O_RDWR)
+    return (flags & ~O_ACCMODE) | O_WRONLY | ((flags & O_TRUNC) ? 0 : O_APPEND);
   if ((flags & O_ACCMODE) == O_WRONLY && !(flags & O_TRUNC)) return flags | O_APPEND;
   return flags;
 }

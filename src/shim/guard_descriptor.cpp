@@ -213,6 +213,10 @@ void note_read(const char* operation, int fd, Description* d, bool moves_positio
   const bool enforce = g_config->mode == Mode::kEnforce;
   bool made_write_only =
       (d->site.original_flags & O_ACCMODE) == O_RDWR && (d->site.effective_flags & O_ACCMODE) == O_WRONLY;
+  // The program could not read what it meant to: its next writes are refused (PositionState::read_failed).
+  if (enforce && made_write_only && result < 0 && error == EBADF) {
+    if (HeldFile file(fd, d); file) d->read_failed = true;
+  }
   bool report = enforce ? made_write_only : d->readable_by_program;
   if (report && first_report_of(d, kReadReported)) {
     Violation v = violation_on(operation, fd, d, d->file->end_of_file,
@@ -220,7 +224,8 @@ void note_read(const char* operation, int fd, Description* d, bool moves_positio
                                          "appendguard made the handle "
                                          "write-only for the append-only mount (only the first read of "
                                          "this descriptor is "
-                                         "reported)"
+                                         "reported); its later writes are refused, so that nothing the "
+                                         "program writes from what it could not read reaches the file"
                                        : "the program reads a file it opened read-write; an append-only "
                                          "mount cannot read and "
                                          "write one handle, and enforce mode makes it write-only so "

@@ -201,6 +201,25 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
     decision.facts_decided = true;
     decision.hold = hold_mode_for(decision.facts.kind);
     decision.flags = rewrite_open_flags(request.flags);
+    if (__builtin_expect(decision.hold, 0)) {
+      // rclone --vfs-cache-mode minimal serves a read-write or appending open from its cache (sqlite,
+      // zipfile's mode "a", `tar -r`, "r+b" writes in place, two processes appending all work there
+      // without the library): kept as asked, tracked, never held; the writes below the end of a file no
+      // pattern names go through (a named one's are refused as anywhere), size changes keep their rules
+      // (rclone drops a shrink of such a handle).
+      if (decision.facts.caches_read_write &&
+          ((request.flags & O_ACCMODE) == O_RDWR || (request.flags & O_APPEND))) {
+        decision.flags = request.flags;
+        decision.hold = false;
+        decision.in_place = !decision.by_name;
+        return;
+      }
+      // A truncating open where sessions are held (a write-once store) starts a new upload from offset 0,
+      // whose writes rclone --vfs-cache-mode off fails with ESPIPE under O_APPEND (`dd oflag=append`
+      // without conv=notrunc left the file empty): the program's O_APPEND is carried out here instead, as
+      // for a file written anew (its writes must land at the end, where the kernel offset is then moved).
+      if (decision.flags & O_TRUNC) decision.flags &= ~O_APPEND;
+    }
     // A new file on a store without rename: the spool (shim/spool.h; an existing file is not asked about).
     decision.spool = !exists && spools(request, decision);
     // A file this process did not start (or no longer holds) cannot be appended to on a write-once
@@ -258,6 +277,7 @@ int finish_open(const OpenRequest& request, const OpenDecision& decision, int fd
   site.effective_flags = decision.flags;
   site.written_back = decision.written_back;
   site.reused_held = decision.reuse_fd >= 0;
+  site.writes_in_place = decision.in_place;
   site.pid = pid;
   site.tid = t_thread_id.get(pid, gettid_raw);
   site.frame_count = capture_open_site(site.frames, kOpenFrames, request.cfa);

@@ -53,6 +53,9 @@ struct OpenDecision {
   bool hold = false;              // sessions started by this open are held (shim/held_sessions.h)
   bool by_name = false;           // guarded by a name pattern (not only by its mount)
   bool spool = false;             // a new file on a store without rename, written to the spool (shim/spool.h)
+  // A read-write open on rclone --vfs-cache-mode minimal, of a file no pattern names: kept O_RDWR, its
+  // writes below the end let through (Description::writes_in_place).
+  bool in_place = false;
   // What decide_open did already, which finish_open need not do again (issue 27): the mounts read again
   // for this device (`refreshed`, `refreshed_device`), and the mount holding the path looked up (once: its
   // store kind decides `hold`, its renames `spool` and, kept in the description, what the close does) in

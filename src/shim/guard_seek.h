@@ -34,6 +34,9 @@ APPENDGUARD_SLOW_PATH off64_t guarded_seek(const char* operation, int fd, Descri
     result = seek.offset;
     if (result < 0) error = seek.error;
     if (result >= 0) d->position = static_cast<uint64_t>(result);
+    // A descriptor the kernel also reads (an O_RDWR|O_APPEND one kept as asked: rclone minimal's cache,
+    // an inherited one): its reads start at the kernel offset, which follows.
+    if (result >= 0 && (d->site.effective_flags & O_ACCMODE) == O_RDWR) real_lseek64(fd, result, SEEK_SET);
   } else {
     if (whence == SEEK_END && size > file->end_of_file) {
       result = real_lseek64(fd, static_cast<off64_t>(size) + offset, SEEK_SET);

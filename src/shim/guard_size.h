@@ -10,7 +10,10 @@
 
 #include "core/eof_rule.h"
 #include "core/file_table.h"
+#include "core/unguarded_failure.h"
 #include "shim/held_file.h"
+#include "shim/held_sessions.h"
+#include "shim/mount_guard.h"
 #include "shim/spool.h"
 #include "shim/trace.h"
 #include "shim/violation.h"
@@ -50,6 +53,27 @@ bool defer_resize_if_possible(const char* operation, int fd, Description* d, con
 // rather than at the close's fill (SIGXFSZ to the thread, then EFBIG: true with errno set).
 bool refuse_past_file_size_limit(uint64_t size);
 
+// A truncation to 0 passed on (guarded_resize): the file's end is 0 if the store took it; a store's
+// refusal is reported (once per call) with the errno the program gets.
+template <typename Perform>
+APPENDGUARD_SLOW_PATH int empty_by_truncation(const char* operation, int fd, Description* d, uint64_t end,
+                                              Perform&& perform) {
+  int result = perform();
+  int error = errno;
+  if (result == 0) {
+    if (HeldFile file(fd, d); file) file->end_of_file = 0;
+  } else if (is_store_refusal(error)) {
+    Violation v = violation_on(operation, fd, d, end,
+                               "empties a file (truncation to 0, which the library passes on as it does an "
+                               "O_TRUNC open); the mount refused it")
+                      .with_offset(0);
+    raise_violation(v, ViolationKind::kObserved, error);
+  }
+  if (tracing()) trace(operation, fd, d->path, result, error, "offset=0 length=0 (emptied)");
+  errno = error;
+  return result;
+}
+
 template <typename Perform>
 APPENDGUARD_SLOW_PATH int guarded_resize(const char* operation, int fd, Description* d, const Resize& resize,
                                          Perform&& perform) {
@@ -85,6 +109,15 @@ APPENDGUARD_SLOW_PATH int guarded_resize(const char* operation, int fd, Descript
     }
     return 0;
   }
+  // A truncation to 0 empties the file, as an O_TRUNC open does, which the library lets through: what
+  // is written next lands at the new end (`truncate -s 0`, `split` over an old part, Python's
+  // truncate(0): on HDFS they work without the library). Passed on where the store's session is the
+  // program's own: not a write-once store (there the open wrote the file anew, or holds its session, and
+  // rclone --vfs-cache-mode off fails a truncation after writes, dropping the upload), nor over a
+  // deferred preallocation. A store's refusal is reported as it came.
+  if (enforce && !is_noop && resize.fallocate_mode < 0 && resize.length == 0 && reserved <= end &&
+      store_kind_of(d->path) != StoreKind::kWriteOnce)
+    return empty_by_truncation(operation, fd, d, end, perform);
   if (!is_noop) {
     const bool allocates = resize.fallocate_mode >= 0;
     const bool deferrable =
@@ -102,7 +135,15 @@ APPENDGUARD_SLOW_PATH int guarded_resize(const char* operation, int fd, Descript
         violation_on(operation, fd, d, end, why).with_offset(allocates ? resize.offset : resize.length);
     if (allocates) v.with_count(static_cast<uint64_t>(resize.length));
     v.fixed_by_enforce = deferrable && !enforce;
-    if (!raise_violation(v)) return resize.returns_error ? errno : -1;
+    if (!raise_violation(v)) {
+      // A writer in place whose resize was refused (rclone minimal drops a shrink silently anyway) would
+      // leave a file with a stale tail (`dd seek=N` without conv=notrunc): its writes below the end are
+      // refused from now on.
+      if (d->site.writes_in_place) {
+        if (HeldFile file(fd, d); file) d->site.writes_in_place = false;
+      }
+      return resize.returns_error ? errno : -1;
+    }
   }
   int result = perform();
   int error = resize.returns_error ? result : errno;
@@ -131,7 +172,15 @@ APPENDGUARD_SLOW_PATH int guarded_truncate(const char* operation, const char* fu
             static_cast<long long>(length));
     return 0;
   }
-  if (!is_noop) {
+  // Emptied by name (`truncate(p, 0)`), as by an O_TRUNC open: passed on, except on a write-once store
+  // while a descriptor of this process writes the file (written anew at its open, or a session: the
+  // store would drop the upload); a session held after the program's close is committed first. A store's
+  // refusal is reported as it came.
+  const bool empties =
+      !is_noop && length == 0 && g_config->mode == Mode::kEnforce &&
+      (store_kind_of(full_path) != StoreKind::kWriteOnce || !g_files.tracks_file(st.st_dev, st.st_ino));
+  if (empties && any_held_sessions()) commit_held_file(st.st_dev, st.st_ino, "before its truncation to 0");
+  if (!is_noop && !empties) {
     Violation v =
         violation_at_path(operation, full_path, end,
                           "truncates a file on an append-only mount, which refuses changing the size")
@@ -141,6 +190,13 @@ APPENDGUARD_SLOW_PATH int guarded_truncate(const char* operation, const char* fu
   int result = perform();
   if (result == 0) g_files.set_end_of_file(st.st_dev, st.st_ino, static_cast<uint64_t>(length));
   int error = errno;
+  if (result != 0 && empties && is_store_refusal(error)) {
+    Violation v = violation_at_path(operation, full_path, end,
+                                    "empties a file (truncation to 0, which the library passes on as it does "
+                                    "an O_TRUNC open); the mount refused it")
+                      .with_offset(0);
+    raise_violation(v, ViolationKind::kObserved, error);
+  }
   if (tracing())
     trace(operation, -1, full_path, result, error, "length=%lld", static_cast<long long>(length));
   errno = error;

@@ -17,6 +17,12 @@ const char* write_violation_reason(WriteVerdict verdict, bool has_offset, bool l
   if (verdict == WriteVerdict::kNoAppendFlag) {
     return "RWF_NOAPPEND writes in place, bypassing O_APPEND; an append-only mount refuses it";
   }
+  if (verdict == WriteVerdict::kAfterFailedRead) {
+    return "a read of this descriptor failed (the program opened the file read-write; appendguard made the "
+           "handle write-only for the append-only mount): what the program writes now may rest on what it "
+           "could not read (Python's zipfile in mode \"a\" takes the archive for none and appends another), "
+           "so its writes are refused and the file keeps its bytes";
+  }
   if (lands_elsewhere) {
     return "the program means the end of file (it asked for O_APPEND), but the descriptor appendguard "
            "opened does not append (a file written anew or a held write session) and the kernel would "

@@ -82,11 +82,13 @@ template <typename Perform>
   PositionState state = d->snapshot();
   WriteCheck check = check_write(state, request, g_config->mode == Mode::kEnforce);
   if (__builtin_expect(check.verdict != WriteVerdict::kAllowed, 0) &&
+      check.verdict != WriteVerdict::kAfterFailedRead &&
       move_to_end_for_append(fd, d, request.has_offset, check.intended_offset, state.end_of_file)) {
     state = d->snapshot();
     check = check_write(state, request, g_config->mode == Mode::kEnforce);
   }
-  if (__builtin_expect(check.verdict != WriteVerdict::kAllowed, 0)) {
+  if (__builtin_expect(check.verdict != WriteVerdict::kAllowed, 0) &&
+      !(check.verdict == WriteVerdict::kNotAtEnd && d->site.writes_in_place)) {
     file.release();
     const RefusedWrite refused{request.count,           request.has_offset,   check.verdict,
                                check.intended_offset,   check.landing_offset, state.end_of_file,

@@ -4,6 +4,7 @@
 #include "shim/guarded_paths.h"
 #include "shim/hook.h"
 #include "shim/path_scratch.h"
+#include "shim/store_refusal.h"
 #include "shim/trace.h"
 
 using namespace appendguard;
@@ -14,7 +15,11 @@ template <typename Real>
 int truncate_hook(const char* operation, const char* path, off64_t length, Real&& real) {
   if (__builtin_expect(current_mode() == Mode::kOff, 1)) return real();
   PathBuffer full_path;  // per thread, not on the stack (shim/path_scratch.h)
-  if (!guarded_path(path, full_path.get())) return real();
+  if (!guarded_path(path, full_path.get())) {
+    int result = real();
+    if (__builtin_expect(result != 0, 0)) note_refused_truncate(operation, path, length, errno);
+    return result;
+  }
   return guarded_truncate(operation, full_path.get(), length, real);
 }
 

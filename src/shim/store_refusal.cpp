@@ -144,6 +144,26 @@ void note_refused_guarded_open(const char* function, const char* path, int flags
   errno = error;
 }
 
+void note_refused_truncate(const char* function, const char* path, long long length, int error) {
+  if (error == EPERM && path && !InternalScope::active() && has_append_only_attribute(AT_FDCWD, path)) {
+    InternalScope internal;
+    PathLease lease(3);  // the absolute path and the message, not on the stack (shim/path_scratch.h)
+    char* full = lease.get(0);
+    if (full && lease.get(1) && resolve_full_path(AT_FDCWD, path, full) &&
+        g_told_refusals.first_time(path_key(full))) {
+      char length_text[48];
+      std::snprintf(length_text, sizeof length_text, "length %lld", length);
+      AppendOnlyRefusal f;
+      f.call = function;
+      f.path = full;
+      f.flags = length_text;
+      format_append_only_refusal(f, lease.get(1), 2 * kMaxPath);
+      report_notice(lease.get(1));
+    }
+  }
+  errno = error;
+}
+
 void note_refused_rename(const char* function, int olddirfd, const char* oldpath, int newdirfd,
                          const char* newpath, int error) {
   if (current_mode() == Mode::kOff || InternalScope::active() || !oldpath || !newpath) {

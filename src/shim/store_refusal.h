@@ -43,4 +43,10 @@ void note_failed_guarded_call(const char* operation, int fd, Description* d, int
 [[gnu::cold, gnu::noinline]] void note_refused_rename(const char* function, int olddirfd, const char* oldpath,
                                                       int newdirfd, const char* newpath, int error);
 
+// truncate(path, length) of a file no pattern or mount guards failed with `error`: when it is EPERM on a
+// file with the kernel's append-only attribute (chattr +a), one line says so, once per file (an open of
+// such a file is explained the same way). Leaves errno = error.
+[[gnu::cold, gnu::noinline]] void note_refused_truncate(const char* function, const char* path,
+                                                        long long length, int error);
+
 }  // namespace appendguard

@@ -34,6 +34,17 @@ TEST_CASE("a write at the end is allowed and advances position and end") {
   CHECK(s.end_of_file == 110);
 }
 
+TEST_CASE("after a failed read of a handle made write-only, every write is refused, even at the end") {
+  PositionState s = rewritten(100, 100);
+  s.read_failed = true;
+  CHECK(check_write(s, at_position(10), true).verdict == WriteVerdict::kAfterFailedRead);
+  CHECK(check_write(s, at_offset(10, 100), true).verdict == WriteVerdict::kAfterFailedRead);
+  CHECK(check_write(s, at_offset(10, 0), true).verdict == WriteVerdict::kAfterFailedRead);
+  CHECK(check_write(s, at_position(0), true).verdict == WriteVerdict::kAllowed);  // nothing written
+  s.read_failed = false;
+  CHECK(check_write(s, at_position(10), true).verdict == WriteVerdict::kAllowed);
+}
+
 TEST_CASE("a short write advances by what was written") {
   PositionState s = rewritten(0, 0);
   apply_write(s, at_position(10), 0, 3);

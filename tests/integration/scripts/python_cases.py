@@ -26,11 +26,19 @@ def attempt(key, fn):
 def case_readable(path):
     with open(path, "wb") as f:
         f.write(b"a" * 10)
-    with open(path, "r+b") as f:
+    with open(path, "r+b", buffering=0) as f:  # unbuffered: the write's own result is shown
         show("readable", f.readable())
         attempt("read", lambda: len(f.read()))
         f.seek(0, os.SEEK_END)
         show("tell", f.tell())
+        attempt("write_end", lambda: f.write(b"b" * 5))
+
+
+def case_appends_unread(path):
+    with open(path, "wb") as f:
+        f.write(b"a" * 10)
+    with open(path, "r+b") as f:
+        f.seek(0, os.SEEK_END)
         attempt("write_end", lambda: f.write(b"b" * 5))
 
 
@@ -52,7 +60,7 @@ def case_os_level(path):
     attempt("pwrite_end", lambda: os.pwrite(fd, b"y", 10))
     dup = os.dup(fd)
     attempt("dup_tell", lambda: os.lseek(dup, 0, os.SEEK_CUR))
-    attempt("ftruncate", lambda: os.ftruncate(fd, 0))
+    attempt("ftruncate", lambda: os.ftruncate(fd, 5))  # below the end (a truncation to 0 empties, as O_TRUNC)
     os.close(dup)
     os.close(fd)
 
@@ -66,7 +74,7 @@ def case_copy(path):
     show("same", open(source, "rb").read() == open(path, "rb").read())
 
 
-CASES = {"readable": case_readable, "seek_back": case_seek_back, "os_level": case_os_level, "copy": case_copy}
+CASES = {"readable": case_readable, "appends_unread": case_appends_unread, "seek_back": case_seek_back, "os_level": case_os_level, "copy": case_copy}
 
 if __name__ == "__main__":
     CASES[sys.argv[1]](sys.argv[2])
