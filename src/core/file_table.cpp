@@ -359,8 +359,8 @@ Description* FileTable::track_reserved(int fd, Description* d, const OpenedFile&
   if (live_file_count_ == 0 && live_files_changed_) live_files_changed_(false, by_owner);
   // No call is writing to it: its last description is recycled only once no guarded call pins it. Read,
   // not reset: acquire_file constructs every file it hands out anew.
-  released_writes_.writes += file->writes.load(std::memory_order_relaxed);
-  released_writes_.bytes += file->bytes_written.load(std::memory_order_relaxed);
+  released_writes_.writes += __atomic_load_n(&file->writes, __ATOMIC_RELAXED);
+  released_writes_.bytes += __atomic_load_n(&file->bytes_written, __ATOMIC_RELAXED);
   files_.release(file);
 }
 
@@ -509,8 +509,8 @@ WriteTotals FileTable::write_totals() {
   RegistryGuard guard(registry_);
   WriteTotals totals = released_writes_;
   for (size_t i = 0; i < live_file_count_; ++i) {
-    totals.writes += live_files_[i]->writes.load(std::memory_order_relaxed);
-    totals.bytes += live_files_[i]->bytes_written.load(std::memory_order_relaxed);
+    totals.writes += __atomic_load_n(&live_files_[i]->writes, __ATOMIC_RELAXED);
+    totals.bytes += __atomic_load_n(&live_files_[i]->bytes_written, __ATOMIC_RELAXED);
   }
   return totals;
 }
@@ -520,8 +520,8 @@ void FileTable::after_fork_child() {
   released_writes_ = {};  // the child's summary counts its own writes
   for (size_t i = 0; i < live_file_count_; ++i) {
     live_files_[i]->lock.reset_in_child();
-    live_files_[i]->writes.store(0, std::memory_order_relaxed);
-    live_files_[i]->bytes_written.store(0, std::memory_order_relaxed);
+    __atomic_store_n(&live_files_[i]->writes, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&live_files_[i]->bytes_written, 0, __ATOMIC_RELAXED);
   }
   mark_offsets_shared();
   set_signal_mask(SIG_SETMASK, &mask_before_fork_, nullptr);

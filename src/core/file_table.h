@@ -63,10 +63,10 @@ struct TrackedFile {
   uint32_t descriptions = 0;  // guarded by the table's registry lock
   // The exit summary's counts of writes that wrote bytes, and of those bytes: kept per file and counted
   // under its lock, with no read-modify-write of a counter every writing thread shares (two atomic
-  // additions to one cache line were about 5 % of a 64-byte write). Atomic only so that the summary may
-  // read them without the lock; FileTable::write_totals() adds them up.
-  std::atomic<uint64_t> writes{0};
-  std::atomic<uint64_t> bytes_written{0};
+  // additions to one cache line were about 5 % of a 64-byte write). Read without the lock
+  // (__atomic_load_n) by FileTable::write_totals(), which adds them up.
+  uint64_t writes = 0;
+  uint64_t bytes_written = 0;
   // A *.safetensors file: where its header ends (8 + the length its first 8 bytes give), 0 if unknown.
   // Set by the first write into the empty file (lock held); read at its close (held_sessions.cpp: a file
   // with bytes past its header is complete, no reopen expected).
@@ -74,8 +74,16 @@ struct TrackedFile {
   size_t live_index = 0;  // its place in FileTable's live files (registry lock held)
 
   void count_write(uint64_t bytes) {  // lock held
-    writes.store(writes.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    bytes_written.store(bytes_written.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
+    add_under_lock(writes, 1);
+    add_under_lock(bytes_written, bytes);
+  }
+
+ private:
+  // Only a holder of the lock writes a counter, so a plain add to memory is enough: one instruction (GCC
+  // makes a relaxed atomic load, add and store three), whose aligned 8-byte store a reader without the
+  // lock sees whole on x86-64, as it would an atomic store.
+  static void add_under_lock(uint64_t& counter, uint64_t amount) {
+    asm volatile("addq %1, %0" : "+m"(counter) : "er"(amount));
   }
 };
 
@@ -216,12 +224,14 @@ struct Description {
   // reader racing a recycle reads a string that ends within it. Not initialized: fresh pool memory is zeros.
   char short_path[kShortPath];
 
-  PositionState snapshot() const {
-    return {position, file->end_of_file, program_appends, kernel_appends, read_failed};
+  // `held`: this description's file, whose lock the caller holds (shim/held_file.h passes the pointer it
+  // locked, so that the file is not loaded again from the description after the lock's atomics).
+  PositionState snapshot(const TrackedFile* held) const {
+    return {position, held->end_of_file, program_appends, kernel_appends, read_failed};
   }
-  void store(const PositionState& s) {
+  void store(TrackedFile* held, const PositionState& s) {
     position = s.position;
-    file->end_of_file = s.end_of_file;
+    held->end_of_file = s.end_of_file;
   }
 };
 

@@ -79,12 +79,12 @@ template <typename Perform>
   }
   const bool moved_by_another_process =
       d->shares_offset.load(std::memory_order_relaxed) && refresh_shared_offset(fd, d);
-  PositionState state = d->snapshot();
+  PositionState state = file.snapshot();
   WriteCheck check = check_write(state, request, g_config->mode == Mode::kEnforce);
   if (__builtin_expect(check.verdict != WriteVerdict::kAllowed, 0) &&
       check.verdict != WriteVerdict::kAfterFailedRead &&
       move_to_end_for_append(fd, d, request.has_offset, check.intended_offset, state.end_of_file)) {
-    state = d->snapshot();
+    state = file.snapshot();
     check = check_write(state, request, g_config->mode == Mode::kEnforce);
   }
   if (__builtin_expect(check.verdict != WriteVerdict::kAllowed, 0) &&
@@ -96,13 +96,13 @@ template <typename Perform>
     if (!refuse_or_report_write(operation, fd, d, refused)) return -1;
     file.reacquire(fd, d);
     if (!file) return fail_on_closed_descriptor();
-    state = d->snapshot();
+    state = file.snapshot();
     check = check_write(state, request, false);
   }
   ssize_t result = perform();  // releasing the lock below leaves errno as the call set it
   if (result > 0) {
     apply_write(state, request, check.landing_offset, static_cast<uint64_t>(result));
-    d->store(state);
+    file.store(state);
     file->count_write(static_cast<uint64_t>(result));
   }
   file.release();

@@ -34,6 +34,9 @@ class HeldFile {
 
   explicit operator bool() const { return file_ != nullptr; }
   TrackedFile* operator->() const { return file_; }
+  // The description's position state, and its update, while the lock is held.
+  PositionState snapshot() const { return d_->snapshot(file_); }
+  void store(const PositionState& state) { d_->store(file_, state); }
   // The lock was not taken because this thread holds it (see above).
   bool held_by_interrupted_call() const { return interrupted_call_; }
   // The descriptor was closed (or replaced) by another thread since the hook looked it up.

@@ -7,6 +7,8 @@
 
 namespace appendguard {
 
+void (*g_testcancel)() = nullptr;  // zero-initialized: a constant
+
 __attribute__((tls_model("initial-exec"))) constinit thread_local bool t_exit_watched = false;
 
 namespace {
@@ -14,7 +16,6 @@ namespace {
 pthread_key_t g_key;
 bool g_key_made = false;
 int (*g_setspecific)(pthread_key_t, const void*) = nullptr;
-void (*g_testcancel)() = nullptr;
 
 // After the thread's unwinding: t_held_file is set only while this thread holds that file's lock
 // (shim/held_file.h), so it is released here; a thread that ends normally holds none. Only the innermost
@@ -35,10 +36,6 @@ void init_thread_exit() {
   g_setspecific = reinterpret_cast<decltype(g_setspecific)>(dlsym(RTLD_DEFAULT, "pthread_setspecific"));
   g_testcancel = reinterpret_cast<decltype(g_testcancel)>(dlsym(RTLD_DEFAULT, "pthread_testcancel"));
   g_key_made = key_create && g_setspecific && key_create(&g_key, thread_exits) == 0;
-}
-
-void act_on_pending_cancellation() {
-  if (g_testcancel) g_testcancel();
 }
 
 void watch_thread_exit() {

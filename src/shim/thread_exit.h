@@ -19,6 +19,10 @@ void init_thread_exit();
 [[gnu::cold, gnu::noinline]] void watch_thread_exit();
 // pthread_testcancel: acts on a cancellation pending for this thread. Resolved at start-up (before glibc
 // 2.34 it is libpthread's, which a program without threads does not load: then nothing can be pending).
-void act_on_pending_cancellation();
+// Inline: every guarded close calls it (issue 27's cycle).
+extern APPENDGUARD_HIDDEN void (*g_testcancel)();
+inline void act_on_pending_cancellation() {
+  if (g_testcancel) g_testcancel();
+}
 
 }  // namespace appendguard

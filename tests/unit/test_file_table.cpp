@@ -226,7 +226,7 @@ TEST_CASE("write totals add up the files released and the files still open, and 
   CHECK(totals.bytes == 35);
   Description* again = table->track(5, record("/c", 83, 0));  // may recycle /a's file record
   REQUIRE(again != nullptr);
-  CHECK(again->file->writes.load() == 0);
+  CHECK(again->file->writes == 0);
   again->file->count_write(1);
   totals = table->write_totals();
   CHECK(totals.writes == 4);
