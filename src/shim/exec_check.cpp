@@ -157,15 +157,7 @@ void say_if_new_environment_drops_the_library(const char* operation, char* const
 void say_if_exec_leaves_guarded_descriptors(const char* operation, const char* path) {
   if (!path || current_mode() == Mode::kOff || InternalScope::active() || !g_files.any_tracked()) return;
   int first = -1;
-  int count = 0;
-  const int highest = g_files.highest_fd();
-  for (int fd = g_files.next_slot(0, highest); fd <= highest; fd = g_files.next_slot(fd + 1, highest)) {
-    if (!g_files.lookup(fd)) continue;
-    long flags = real_syscall(SYS_fcntl, fd, F_GETFD);
-    if (flags < 0 || (flags & FD_CLOEXEC)) continue;
-    if (first < 0) first = fd;
-    ++count;
-  }
+  const int count = surviving_guarded_descriptors(first);
   if (count == 0) return;
   const char* why = why_unguarded(path);
   if (!why) return;
