@@ -4,10 +4,13 @@
 #include <pthread.h>
 
 #include "core/file_table.h"
+#include "shim/hook.h"
+#include "shim/real_io.h"
 
 namespace appendguard {
 
 void (*g_testcancel)() = nullptr;  // zero-initialized: a constant
+constinit std::atomic<bool> g_cancel_requested{false};
 
 __attribute__((tls_model("initial-exec"))) constinit thread_local bool t_exit_watched = false;
 
@@ -46,3 +49,10 @@ void watch_thread_exit() {
 }
 
 }  // namespace appendguard
+
+// Only noted, then made: a cancellation requested here can be pending at a later guarded close
+// (act_on_pending_cancellation).
+APPENDGUARD_HOOK int pthread_cancel(pthread_t thread) {
+  appendguard::g_cancel_requested.store(true, std::memory_order_relaxed);
+  return appendguard::real_pthread_cancel(thread);
+}

@@ -6,6 +6,8 @@
 // t_held_file. The key's value is set at the thread's first guarded call (one thread-local test per call).
 #pragma once
 
+#include <atomic>
+
 #include "core/hidden.h"
 
 namespace appendguard {
@@ -19,10 +21,13 @@ void init_thread_exit();
 [[gnu::cold, gnu::noinline]] void watch_thread_exit();
 // pthread_testcancel: acts on a cancellation pending for this thread. Resolved at start-up (before glibc
 // 2.34 it is libpthread's, which a program without threads does not load: then nothing can be pending).
-// Inline: every guarded close calls it (issue 27's cycle).
+// Called only once the process has asked for a cancellation (our pthread_cancel hook sets
+// g_cancel_requested): every guarded close asks, and a process that never cancels pays one load (issue 27's
+// cycle: the call was about 10 instructions).
 extern APPENDGUARD_HIDDEN void (*g_testcancel)();
+extern APPENDGUARD_HIDDEN std::atomic<bool> g_cancel_requested;
 inline void act_on_pending_cancellation() {
-  if (g_testcancel) g_testcancel();
+  if (__builtin_expect(g_cancel_requested.load(std::memory_order_relaxed), 0) && g_testcancel) g_testcancel();
 }
 
 }  // namespace appendguard
