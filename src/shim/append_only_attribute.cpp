@@ -9,6 +9,7 @@
 #include "core/unguarded_failure.h"
 #include "report/report.h"
 #include "shim/guarded_paths.h"
+#include "shim/path_scratch.h"
 #include "shim/runtime.h"
 
 namespace appendguard {
@@ -26,6 +27,18 @@ bool has_append_only_attribute(int dirfd, const char* path) {
   const bool read = syscall(SYS_ioctl, fd, FS_IOC_GETFLAGS, &attributes) == 0;
   real_close(fd);
   return read && (attributes & FS_APPEND_FL);
+}
+
+void say_append_only_refusal(const char* call, const char* path, const char* what) {
+  PathLease message(2);
+  if (!message.get()) return;
+  AppendOnlyRefusal f;
+  f.call = call;
+  f.path = path;
+  f.flags = what;
+  InternalScope internal;
+  format_append_only_refusal(f, message.get(), 2 * kMaxPath);
+  report_notice(message.get());
 }
 
 bool decide_append_only_retry(const OpenRequest& request, OpenDecision& decision) {
@@ -48,13 +61,7 @@ bool decide_append_only_retry(const OpenRequest& request, OpenDecision& decision
     } else if (g_told_append_only.first_time(path_key(decision.path))) {
       char flags_text[160];
       format_open_flags(request.flags, flags_text, sizeof flags_text);
-      AppendOnlyRefusal f;
-      f.call = request.function;
-      f.path = decision.path;
-      f.flags = flags_text;
-      char message[kMaxPath + 600];
-      format_append_only_refusal(f, message, sizeof message);
-      report_notice(message);
+      say_append_only_refusal(request.function, decision.path, flags_text);
     }
   }
   errno = error;

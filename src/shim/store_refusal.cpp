@@ -112,16 +112,7 @@ void note_refused_guarded_open(const char* function, const char* path, int flags
       g_told_refusals.first_time(path_key(path))) {
     char flags_text[160];
     format_open_flags(flags, flags_text, sizeof flags_text);
-    PathLease message(2);
-    AppendOnlyRefusal f;
-    f.call = function;
-    f.path = path;
-    f.flags = flags_text;
-    InternalScope internal;
-    if (message.get()) {
-      format_append_only_refusal(f, message.get(), 2 * kMaxPath);
-      report_notice(message.get());
-    }
+    say_append_only_refusal(function, path, flags_text);
   }
   if (m && g_told_refusals.first_time(path_key(path))) {
     char flags_text[160];
@@ -147,18 +138,12 @@ void note_refused_guarded_open(const char* function, const char* path, int flags
 void note_refused_truncate(const char* function, const char* path, long long length, int error) {
   if (error == EPERM && path && !InternalScope::active() && has_append_only_attribute(AT_FDCWD, path)) {
     InternalScope internal;
-    PathLease lease(3);  // the absolute path and the message, not on the stack (shim/path_scratch.h)
-    char* full = lease.get(0);
-    if (full && lease.get(1) && resolve_full_path(AT_FDCWD, path, full) &&
-        g_told_refusals.first_time(path_key(full))) {
+    PathBuffer full;  // not on the stack (shim/path_scratch.h)
+    if (full.get() && resolve_full_path(AT_FDCWD, path, full.get()) &&
+        g_told_refusals.first_time(path_key(full.get()))) {
       char length_text[48];
       std::snprintf(length_text, sizeof length_text, "length %lld", length);
-      AppendOnlyRefusal f;
-      f.call = function;
-      f.path = full;
-      f.flags = length_text;
-      format_append_only_refusal(f, lease.get(1), 2 * kMaxPath);
-      report_notice(lease.get(1));
+      say_append_only_refusal(function, full.get(), length_text);
     }
   }
   errno = error;
