@@ -13,6 +13,7 @@
 
 #include "core/variables.h"
 #include "report/report.h"
+#include "shim/guard_descriptor.h"
 #include "shim/real_io.h"
 #include "shim/runtime.h"
 
@@ -63,16 +64,25 @@ const char* why_unguarded(const char* path) {
 // /etc/ld.so.preload or a link, which an exec keeps).
 char g_preload_entry[kMaxPath];
 
-// Whether the list `value` (LD_PRELOAD's: separated by ':' or ' ') holds `entry`.
-bool list_holds(const char* value, const char* entry) {
-  const size_t n = std::strlen(entry);
+// The first entry of the list `value` (LD_PRELOAD's: separated by ':' or ' ') for which
+// matches(entry, length) is true, or null.
+template <typename Matches>
+const char* find_list_entry(const char* value, Matches&& matches) {
   for (const char* at = value; *at;) {
     const size_t length = std::strcspn(at, ": ");
-    if (length == n && std::strncmp(at, entry, n) == 0) return true;
+    if (matches(at, length)) return at;
     at += length;
     if (*at) ++at;
   }
-  return false;
+  return nullptr;
+}
+
+// Whether the list `value` holds `entry`.
+bool list_holds(const char* value, const char* entry) {
+  const size_t n = std::strlen(entry);
+  return find_list_entry(value, [&](const char* at, size_t length) {
+           return length == n && std::strncmp(at, entry, n) == 0;
+         }) != nullptr;
 }
 
 const char* value_in(char* const* envp, size_t entries, const char* name) {
@@ -88,14 +98,10 @@ const char* value_in(char* const* envp, size_t entries, const char* name) {
 int surviving_guarded_descriptors(int& first) {
   int count = 0;
   first = -1;
-  const int highest = g_files.highest_fd();
-  for (int fd = g_files.next_slot(0, highest); fd <= highest; fd = g_files.next_slot(fd + 1, highest)) {
-    if (!g_files.lookup(fd)) continue;
-    long flags = real_syscall(SYS_fcntl, fd, F_GETFD);
-    if (flags < 0 || (flags & FD_CLOEXEC)) continue;
+  for_each_tracked_by_close_on_exec(false, [&](int fd, Description*) {
     if (first < 0) first = fd;
     ++count;
-  }
+  });
   return count;
 }
 
@@ -107,20 +113,18 @@ void remember_preload_entry() {
   if (!preload || !dladdr(reinterpret_cast<void*>(&remember_preload_entry), &info) || !info.dli_fname) return;
   const char* loaded = info.dli_fname;
   const char* loaded_base = std::strrchr(loaded, '/') ? std::strrchr(loaded, '/') + 1 : loaded;
-  for (const char* at = preload; *at;) {
-    const size_t length = std::strcspn(at, ": ");
+  size_t found_length = 0;
+  const char* found = find_list_entry(preload, [&](const char* at, size_t length) {
     // As written (a path), or a bare name the loader looked up.
     const bool same = (length == std::strlen(loaded) && std::strncmp(at, loaded, length) == 0) ||
                       (std::memchr(at, '/', length) == nullptr && length == std::strlen(loaded_base) &&
                        std::strncmp(at, loaded_base, length) == 0);
-    if (same && length < sizeof g_preload_entry) {
-      std::memcpy(g_preload_entry, at, length);
-      g_preload_entry[length] = '\0';
-      return;
-    }
-    at += length;
-    if (*at) ++at;
-  }
+    found_length = length;
+    return same && length < sizeof g_preload_entry;
+  });
+  if (!found) return;
+  std::memcpy(g_preload_entry, found, found_length);
+  g_preload_entry[found_length] = '\0';
 }
 
 void say_if_new_environment_drops_the_library(const char* operation, char* const* envp, size_t entries) {

@@ -158,12 +158,7 @@ void finish_before_implicit_close(int fd) {
 
 void finish_close_on_exec_descriptors() {
   if (!owns_file_table() || !g_files.any_tracked()) return;
-  const int highest = g_files.highest_fd();
-  for (int fd = g_files.next_slot(0, highest); fd <= highest; fd = g_files.next_slot(fd + 1, highest)) {
-    if (!g_files.lookup(fd)) continue;
-    const long flags = real_syscall(SYS_fcntl, fd, F_GETFD);
-    if (flags >= 0 && (flags & FD_CLOEXEC)) finish_before_implicit_close(fd);
-  }
+  for_each_tracked_by_close_on_exec(true, [](int fd, Description*) { finish_before_implicit_close(fd); });
 }
 
 void note_close_range(const char* operation, unsigned first, unsigned last) {

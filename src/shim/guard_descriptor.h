@@ -2,9 +2,12 @@
 // file table in step with the kernel's descriptors; only reads and mappings can be violations.
 #pragma once
 
+#include <fcntl.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 
 #include "core/file_table.h"
+#include "shim/real_io.h"
 #include "shim/runtime.h"
 
 namespace appendguard {
@@ -20,6 +23,19 @@ inline int forget_if_stale(int fd) {
   return fd;
 }
 void note_close_range(const char* operation, unsigned first, unsigned last);
+// Each tracked descriptor (lowest first, the held numbers' marks skipped) whose close-on-exec flag, as the
+// kernel has it now, is `close_on_exec`: those an exec closes, or those it leaves to the new program. No
+// lock taken: this may run in a vfork child.
+template <typename Each>
+void for_each_tracked_by_close_on_exec(bool close_on_exec, Each&& each) {
+  const int highest = g_files.highest_fd();
+  for (int fd = g_files.next_slot(0, highest); fd <= highest; fd = g_files.next_slot(fd + 1, highest)) {
+    Description* d = g_files.lookup(fd);
+    if (!d) continue;
+    const long flags = real_syscall(SYS_fcntl, fd, F_GETFD);
+    if (flags >= 0 && ((flags & FD_CLOEXEC) != 0) == close_on_exec) each(fd, d);
+  }
+}
 // A tracked descriptor that goes away without our close: dup2/dup3 onto its number, close_range/closefrom
 // over it (note_close_range), close-on-exec at an exec. What the program's close would do before the real
 // close is done now: a deferred preallocation's zeros (its file's last descriptor), a spooled file's upload,

@@ -69,15 +69,10 @@ uint64_t guarding_settings_in(char* const* envp, size_t entries) {
 // run in a vfork child, which must not wait for a lock a thread of its parent holds.
 template <typename Each>
 void for_each_carried(bool exact, Each&& each) {
+  if (exact) return for_each_tracked_by_close_on_exec(false, each);
   int highest = g_files.highest_fd();
   for (int fd = g_files.next_slot(0, highest); fd <= highest; fd = g_files.next_slot(fd + 1, highest)) {
-    Description* d = g_files.lookup(fd);
-    if (!d) continue;
-    if (exact) {
-      int flags = real_fcntl(fd, F_GETFD);
-      if (flags < 0 || (flags & FD_CLOEXEC)) continue;
-    }
-    each(fd, d);
+    if (Description* d = g_files.lookup(fd)) each(fd, d);
   }
 }
 
