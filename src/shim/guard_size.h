@@ -53,6 +53,12 @@ bool defer_resize_if_possible(const char* operation, int fd, Description* d, con
 // rather than at the close's fill (SIGXFSZ to the thread, then EFBIG: true with errno set).
 bool refuse_past_file_size_limit(uint64_t size);
 
+// Why a truncation to 0 the library passed on, by descriptor or by name, is reported when the store refused
+// it.
+inline constexpr const char* kEmptiedButRefused =
+    "empties a file (truncation to 0, which the library passes on as it does an O_TRUNC open); the mount "
+    "refused it";
+
 // A truncation to 0 passed on (guarded_resize): the file's end is 0 if the store took it; a store's
 // refusal is reported (once per call) with the errno the program gets.
 template <typename Perform>
@@ -63,10 +69,7 @@ APPENDGUARD_SLOW_PATH int empty_by_truncation(const char* operation, int fd, Des
   if (result == 0) {
     if (HeldFile file(fd, d); file) file->end_of_file = 0;
   } else if (is_store_refusal(error)) {
-    Violation v = violation_on(operation, fd, d, end,
-                               "empties a file (truncation to 0, which the library passes on as it does an "
-                               "O_TRUNC open); the mount refused it")
-                      .with_offset(0);
+    Violation v = violation_on(operation, fd, d, end, kEmptiedButRefused).with_offset(0);
     raise_violation(v, ViolationKind::kObserved, error);
   }
   if (tracing()) trace(operation, fd, d->path, result, error, "offset=0 length=0 (emptied)");
@@ -191,10 +194,7 @@ APPENDGUARD_SLOW_PATH int guarded_truncate(const char* operation, const char* fu
   if (result == 0) g_files.set_end_of_file(st.st_dev, st.st_ino, static_cast<uint64_t>(length));
   int error = errno;
   if (result != 0 && empties && is_store_refusal(error)) {
-    Violation v = violation_at_path(operation, full_path, end,
-                                    "empties a file (truncation to 0, which the library passes on as it does "
-                                    "an O_TRUNC open); the mount refused it")
-                      .with_offset(0);
+    Violation v = violation_at_path(operation, full_path, end, kEmptiedButRefused).with_offset(0);
     raise_violation(v, ViolationKind::kObserved, error);
   }
   if (tracing())
