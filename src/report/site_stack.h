@@ -20,11 +20,19 @@ void init_site_stack();
 // Runs fn(arg) on this thread's site stack. Runs it where it is when already on it (a signal handler that
 // interrupted a recording), when no memory can be mapped, and in sanitizer builds (which track the stack).
 void run_on_site_stack(void (*fn)(void*), void* arg);
-// The same for a callable (a lambda that captures what it needs by reference).
+// The same for a callable (a lambda that captures what it needs by reference); returns what it returns.
 template <typename Work>
-void run_on_site_stack(Work&& work) {
-  using Callable = std::remove_reference_t<Work>;
-  run_on_site_stack([](void* callable) { (*static_cast<Callable*>(callable))(); }, static_cast<void*>(&work));
+auto run_on_site_stack(Work&& work) {
+  using Result = std::invoke_result_t<Work&>;
+  if constexpr (std::is_void_v<Result>) {
+    using Callable = std::remove_reference_t<Work>;
+    run_on_site_stack([](void* callable) { (*static_cast<Callable*>(callable))(); },
+                      static_cast<void*>(&work));
+  } else {
+    Result result{};
+    run_on_site_stack([&] { result = work(); });
+    return result;
+  }
 }
 
 // This thread's remembered open sites, in the same mapping, above the stack (mapped here if it was not

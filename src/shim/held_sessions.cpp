@@ -399,9 +399,7 @@ bool hold_instead_of_close(int fd, Description* d) {
     return true;
   // A file with parked numbers is not held: its real close ends the upload, then they are closed.
   if (!d->starts_session || parked_for(d->file->device, d->file->inode)) return false;
-  bool held = false;
-  run_on_site_stack([&] { held = hold_session(fd, d); });
-  return held;
+  return run_on_site_stack([&] { return hold_session(fd, d); });
 }
 
 namespace {
@@ -427,9 +425,7 @@ bool take_held_here(dev_t device, ino_t inode, int flags, HeldReuse& out) {
 
 bool take_held_for_open(dev_t device, ino_t inode, int flags, HeldReuse& out) {
   if (!any_held_sessions() || !owns_file_table()) return false;
-  bool taken = false;
-  run_on_site_stack([&] { taken = take_held_here(device, inode, flags, out); });
-  return taken;
+  return run_on_site_stack([&] { return take_held_here(device, inode, flags, out); });
 }
 
 namespace {
@@ -458,19 +454,17 @@ void commit_held_before_read(int dirfd, const char* path) {
 
 bool commit_held_file(dev_t device, ino_t inode, const char* when) {
   if (!any_held_sessions() || !owns_file_table()) return false;
-  bool committed = false;
-  run_on_site_stack([&] {
+  return run_on_site_stack([&] {
     HeldSession s;
     {
       HeldGuard guard;
-      if (!g_held.take_file(device, inode, s)) return;
+      if (!g_held.take_file(device, inode, s)) return false;
     }
     int error = errno;
     commit(s, when);
     errno = error;
-    committed = true;
+    return true;
   });
-  return committed;
 }
 
 void start_held_committer() {

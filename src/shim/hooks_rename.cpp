@@ -50,10 +50,9 @@ template <typename Real>
   // site stack (report/site_stack.h), since the program's thread may have 16 KiB in all (a rename on a
   // store without one died of SIGSEGV there: e2e.test_small_stacks).
   if (__builtin_expect(any_spooled(), 0)) {
-    bool uploaded = false;
-    run_on_site_stack(
-        [&] { uploaded = rename_spooled_source(old_dirfd, old_path, new_dirfd, new_path, flags, result); });
-    if (uploaded) return result;
+    if (run_on_site_stack(
+            [&] { return rename_spooled_source(old_dirfd, old_path, new_dirfd, new_path, flags, result); }))
+      return result;
   }
   result =
       tracing() ? rename_traced(operation, old_dirfd, old_path, new_dirfd, new_path, flags, real) : real();

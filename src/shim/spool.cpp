@@ -675,9 +675,9 @@ int upload_spooled_at_close(int fd, Description* d) {
     InternalScope internal;
     // Never renamed: a new file, as the program created it (O_EXCL: never over a file made meanwhile). On
     // the thread's site stack, as the rename's store paths (hooks_rename.cpp): a close in a small thread.
-    run_on_site_stack([&] {
-      error = upload(renamed ? "written again after its rename, uploaded" : "closed, uploaded", name, fd, end,
-                     total, name, renamed ? 0 : RENAME_NOREPLACE, nullptr);
+    error = run_on_site_stack([&] {
+      return upload(renamed ? "written again after its rename, uploaded" : "closed, uploaded", name, fd, end,
+                    total, name, renamed ? 0 : RENAME_NOREPLACE, nullptr);
     });
   }
   {
