@@ -45,17 +45,9 @@
 #include <time.h>
 #include <unistd.h>
 #include "errno_text.h"
+#include "show_result.h"
 
 extern char** environ;
-
-static void show(const char* key, long result) {
-  if (result < 0) {
-    printf("%s=%ld errno=%s\n", key, result, errno_text(errno));
-  } else {
-    printf("%s=%ld\n", key, result);
-  }
-  fflush(stdout);
-}
 
 static int g_fd;
 static atomic_int g_go;

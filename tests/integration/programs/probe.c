@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "errno_text.h"
+#include "show_result.h"
 
 extern int __fxstat(int version, int fd, struct stat* st);
 
@@ -25,15 +26,6 @@ extern int __fxstat(int version, int fd, struct stat* st);
 #endif
 
 // Prints "key=result errno=NAME" (errno only when the call failed).
-static void show(const char* key, long result) {
-  if (result < 0) {
-    printf("%s=%ld errno=%s\n", key, result, errno_text(errno));
-  } else {
-    printf("%s=%ld\n", key, result);
-  }
-  fflush(stdout);
-}
-
 static void fill(char* buf, size_t n, char c) {
   memset(buf, c, n);
 }
