@@ -43,6 +43,8 @@ struct Handle {
   bool counted = false;          // counted in file->open (the busy rule)
   bool flushed = false;          // a flush came and no write since
   std::uint64_t flushed_at = 0;  // file->opens at that flush
+  std::string replaces;          // staged upload (HandleRules::replaces_at_completion): the path it replaces
+  bool upload_failed = false;    // a write was refused or failed: a staged upload is never completed
 };
 
 Mount& mount() {
@@ -117,6 +119,30 @@ int refuse_busy(const char* path, int flags, int error) {
   return -error;
 }
 
+// A staged upload's file: unnamed, in the directory of the file it replaces (same file system).
+int open_staging(const char* path, mode_t mode) {
+  std::string parent(relative(path));
+  const std::size_t slash = parent.rfind('/');
+  parent = slash == std::string::npos ? "." : parent.substr(0, slash);
+  return ::openat(mount().backing_fd, parent.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
+}
+
+// A staged upload completes: its file takes the place of the one it replaces. A failed one is dropped
+// with its handle (aofs_release), and the old file stays.
+void complete_staged(Handle& opened) {
+  if (opened.replaces.empty() || opened.upload_failed) return;
+  Mount& m = mount();
+  char proc[64];
+  std::snprintf(proc, sizeof proc, "/proc/self/fd/%d", opened.fd);
+  const std::string temporary =
+      std::string(relative(opened.replaces.c_str())) + ".appendonlyfs-upload-" + std::to_string(opened.fd);
+  ::unlinkat(m.backing_fd, temporary.c_str(), 0);
+  if (::linkat(AT_FDCWD, proc, m.backing_fd, temporary.c_str(), AT_SYMLINK_FOLLOW) == 0 &&
+      ::renameat(m.backing_fd, temporary.c_str(), m.backing_fd, relative(opened.replaces.c_str())) != 0)
+    ::unlinkat(m.backing_fd, temporary.c_str(), 0);
+  opened.replaces.clear();
+}
+
 int open_with_rules(const char* path, fuse_file_info* fi, bool may_create, mode_t mode) {
   Mount& m = mount();
   if (const int error = profile_spec(m.options.profile).handles.sync_open_error;
@@ -155,10 +181,14 @@ int open_with_rules(const char* path, fuse_file_info* fi, bool may_create, mode_
   }
 
   // The backing fd never has O_APPEND: every write goes to the offset the rules checked.
-  int flags = (fi->flags & (O_NOFOLLOW | O_SYNC | O_DSYNC)) | (decision.truncate ? O_TRUNC : 0);
+  const bool staged =
+      exists && decision.truncate && profile_spec(m.options.profile).handles.replaces_at_completion;
+  int flags = (fi->flags & (O_NOFOLLOW | O_SYNC | O_DSYNC)) | (decision.truncate && !staged ? O_TRUNC : 0);
   if (!exists) flags |= O_CREAT | (fi->flags & O_EXCL);
   int fd = -1;
-  if (decision.kind == HandleKind::write) {
+  if (staged) {
+    fd = open_staging(path, status.st_mode & 07777);
+  } else if (decision.kind == HandleKind::write) {
     fd = open_backing(path, flags | O_RDWR, mode);
     if (fd < 0 && errno == EACCES) fd = open_backing(path, flags | O_WRONLY, mode);
   } else {
@@ -183,6 +213,7 @@ int open_with_rules(const char* path, fuse_file_info* fi, bool may_create, mode_
   opened->fd = fd;
   opened->file = file;
   opened->state.kind = decision.kind;
+  if (staged) opened->replaces = path;
   const HandleRules& handles = profile_spec(m.options.profile).handles;
   if (handles.sealed_error != 0) opened->open_process = thread_group(fuse_get_context()->pid);
   ++file->opens;
@@ -204,7 +235,10 @@ void* aofs_init(fuse_conn_info* conn, fuse_config* config) {
   config->kernel_cache = 0;
   config->auto_cache = 0;
   config->direct_io = 0;
-  config->hard_remove = 1;
+  // -o unlink_open=rename: libfuse's default, an unlink of an open file renamed to .fuse_hiddenN (what a
+  // store built on libfuse's high-level API does; one without rename then refuses the unlink).
+  config->hard_remove =
+      static_cast<const Mount*>(fuse_get_context()->private_data)->options.rename_open_unlinked ? 0 : 1;
   config->use_ino = 1;
   conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
   // O_TRUNC must arrive with open(), not as a separate setattr, so the profiles can judge it.
@@ -428,6 +462,7 @@ int aofs_write(const char* path, const char* buffer, size_t size, off_t offset, 
   const StoreWriteDecision decision = decide_write(m.options.profile, opened.state, request);
   if (decision.error != 0) {
     if (decision.poison_handle) opened.state.poisoned = true;
+    opened.upload_failed = true;
     m.log.write(LogLine("refused", "write")
                     .field("path", shown(path))
                     .field("offset", request.offset)
@@ -441,12 +476,14 @@ int aofs_write(const char* path, const char* buffer, size_t size, off_t offset, 
 
   const FaultDecision fault = m.faults.before_write(size);
   if (fault.error != 0) {
+    opened.upload_failed = true;
     log_fault(path, offset, size, fault);
     return -fault.error;
   }
   const ssize_t written = pwrite_fully(opened.fd, buffer, fault.accept, offset);
   const int write_error = errno;
   m.faults.after_write(fault, written < 0 ? 0 : static_cast<std::uint64_t>(written));
+  if (written < 0) opened.upload_failed = true;
   if (written < 0) return -write_error;
   record_write(opened.state, request.offset, static_cast<std::uint64_t>(written));
   if (fault.kind == FaultKind::short_write) log_fault(path, offset, size, fault);
@@ -461,10 +498,19 @@ int aofs_statfs(const char*, struct statvfs* status) {
 void seal(Handle& opened) {
   opened.state.sealed = true;
   count_handle(opened, false);
+  complete_staged(opened);
 }
 
 int aofs_flush(const char*, fuse_file_info* fi) {
   Mount& m = mount();
+  if (m.options.faults.flush_eio) {
+    std::lock_guard lock(handle(fi).file->mutex);
+    handle(fi).upload_failed = true;
+  }
+  if (profile_spec(m.options.profile).handles.sealed_error == 0 && !handle(fi).replaces.empty()) {
+    std::lock_guard lock(handle(fi).file->mutex);  // a store without the seal rule uploads at each close
+    complete_staged(handle(fi));
+  }
   if (profile_spec(m.options.profile).handles.busy_error != 0 ||
       profile_spec(m.options.profile).handles.sealed_error != 0) {
     Handle& opened = handle(fi);
@@ -492,6 +538,13 @@ int aofs_release(const char*, fuse_file_info* fi) {
   {
     std::lock_guard lock(opened->file->mutex);
     count_handle(*opened, false);
+    if (!opened->replaces.empty() && opened->upload_failed) {
+      mount().log.write(LogLine("aborted", "upload")
+                            .field("path", opened->replaces)
+                            .field("profile", profile_text())
+                            .field("reason", "failed-upload-keeps-old-file"));
+    }
+    complete_staged(*opened);
   }
   ::close(opened->fd);
   return 0;

@@ -12,7 +12,8 @@ namespace appendonlyfs {
 namespace {
 
 constexpr std::string_view kOwnOptions =
-    "profile, truncate, hdfs_open, short_writes, fail_after, eio_every, delay_us, flush_eio, log";
+    "profile, truncate, hdfs_open, short_writes, fail_after, eio_every, delay_us, flush_eio, unlink_open, "
+    "log";
 
 // libfuse mount options that are safe to pass through; anything else is an error, so that a typo in
 // a fault option never silently runs an unfaulted mount.
@@ -69,6 +70,11 @@ class OptionParser {
     }
     if (key == "flush_eio" && !has_value) {
       options_.faults.flush_eio = true;
+      return std::nullopt;
+    }
+    if (key == "unlink_open") {
+      if (value != "remove" && value != "rename") return invalid(key, value, "remove or rename");
+      options_.rename_open_unlinked = value == "rename";
       return std::nullopt;
     }
     if (key == "log") {
@@ -266,6 +272,8 @@ Options:
   -o short_writes=N           every write stores at most N bytes and returns that short count
   -o fail_after=BYTES         after BYTES bytes written through the mount, writes fail ENOSPC
   -o flush_eio                every flush (each close of a descriptor) fails EIO, as a failed upload
+  -o unlink_open=rename       an unlink of an open file is renamed away (libfuse's default), which a
+                              profile without rename refuses
   -o eio_every=N              every Nth accepted write fails EIO and stores nothing
   -o delay_us=N               sleep N microseconds before each write
   -o log=FILE                 append one line per refusal or injected fault to FILE

@@ -18,6 +18,7 @@ struct Options {
   NonZeroTruncate non_zero_truncate = NonZeroTruncate::refuse;
   HdfsOpen hdfs_open = HdfsOpen::replace;
   FaultOptions faults;
+  bool rename_open_unlinked = false;  // -o unlink_open=rename
   std::string log_path;
   bool foreground = false;
   bool single_threaded = false;

@@ -96,6 +96,10 @@ struct HandleRules {
   int link_error;               // link(2) and symlink(2)
   int sync_open_error;          // any open with O_SYNC or O_DSYNC
   int unlink_written_error;     // an unlink of a file a write handle is writing (its upload not ended)
+  // An existing file opened with O_TRUNC keeps its old contents, for every other open and stat by name,
+  // until the write handle's upload completes (an object store replaces an object only by a completed
+  // upload); an upload that failed (a refused or failed write) or never completed leaves the old file.
+  bool replaces_at_completion = false;
 };
 
 struct ProfileSpec {

@@ -129,12 +129,17 @@ constexpr ProfileSpec kProfiles[] = {
         // - "Mountpoint does not support hard or symbolic links": fuse.rs answers link and symlink EPERM.
         // - fs.rs open: "O_SYNC and O_DSYNC are not supported", EINVAL for every open.
         // - superblock.rs unlink: "unlink on local file not allowed until write is complete", EPERM.
+        // - An O_TRUNC open of an existing object starts a multipart upload; S3 replaces the object only
+        //   when it completes (flush by the opener, fsync, release). A failed write, an out-of-order one
+        //   included, aborts it (fs/handles.rs UploadState::write: Failed, finish_on_error), and the old
+        //   object stays.
         .handles = {.busy_error = EPERM,
                     .sealed_error = EIO,
                     .write_handle_read_error = EBADF,
                     .link_error = EPERM,
                     .sync_open_error = EINVAL,
-                    .unlink_written_error = EPERM},
+                    .unlink_written_error = EPERM,
+                    .replaces_at_completion = true},
     },
     {
         .profile = Profile::strict,
@@ -175,7 +180,11 @@ constexpr ProfileSpec kProfiles[] = {
         //   after O_TRUNC;
         // - rename, renameat, renameat2, link and linkat fail ENOSYS, "Function not implemented (os error
         //   38)" (earth-mover/icechunk#2341, delta-io/delta-rs#2540, developmentseed/obstore#748);
-        //   symbolic links are not supported either (Automodel#995; errno not quoted: ENOSYS assumed).
+        //   symbolic links are not supported either (Automodel#995; errno not quoted: ENOSYS assumed);
+        // - the files are objects in cloud object storage (S3, ADLS, GCS), which replace an object only by
+        //   a completed upload, and the volume's FUSE client uploads a written file at its close: an
+        //   existing file keeps its contents until then (assumed: a failed write aborts the upload, as on
+        //   mountpoint-s3).
         // Not found in any source, and chosen to fail like the rest (EOPNOTSUPP): a truncate to a size
         // other than 0 (safetensors 0.8's preallocation), fallocate. Where the refusal comes (at the
         // write, not the open) is also an assumption, matching the traceback users show for appends.
@@ -205,7 +214,8 @@ constexpr ProfileSpec kProfiles[] = {
                     .write_handle_read_error = 0,
                     .link_error = ENOSYS,
                     .sync_open_error = 0,
-                    .unlink_written_error = 0},
+                    .unlink_written_error = 0,
+                    .replaces_at_completion = true},
     },
 };
 

@@ -202,8 +202,10 @@ int reuse_held_descriptor(const OpenRequest& request, const OpenDecision& decisi
 template <typename Call>
 [[gnu::noinline]] int open_otherwise(const OpenRequest& request, OpenDecision& decision, Call& call) {
   int fd = decision.reuse_fd >= 0 ? reuse_held_descriptor(request, decision)
-           : decision.spool       ? open_spooled(request, decision)
-                                  : reopen_by_rewriting(decision, (request.flags & O_APPEND) != 0, call);
+           : decision.spool
+               ? open_spooled(
+                     request, decision, [](void* c, int f) { return (*static_cast<Call*>(c))(f); }, &call)
+               : reopen_by_rewriting(decision, (request.flags & O_APPEND) != 0, call);
   if (fd == kOpenOnStore) fd = call(decision.flags);
   return fd;
 }

@@ -163,6 +163,7 @@ void initialize() {
     return;
   }
   g_config = new Config(std::move(result.config));
+  if (g_config->mode == Mode::kEnforce) refuse_spool_on_a_store();
   g_config->paths.add_physical_aliases(physical_directory);  // one rule for every path form (path.h)
   configure_reporter(*g_config);
   set_unwinder_loading_check(owns_file_table);  // a vfork child does not load libunwind for its parent

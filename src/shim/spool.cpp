@@ -159,15 +159,23 @@ bool was_written_here(dev_t device, ino_t inode) {
 
 struct UploadJob {
   int source_fd;               // read with pread from 0
+  bool close_source;           // closed by the child once read (the copy's own descriptor), before the unlink
   uint64_t source_bytes;       // bytes read from the source
   uint64_t total;              // written in all (zeros after the source's bytes)
   int target_flags;            // O_WRONLY|O_CREAT|O_TRUNC, or O_EXCL for RENAME_NOREPLACE
   char target[kMaxPath];       // absolute
-  char unlink_path[kMaxPath];  // absolute, "" for none: the source on the store, removed at the end
+  char unlink_path[kMaxPath];  // absolute, "" for none: removed at the end (the copy's source, a placeholder)
   std::atomic<uint32_t> done;
-  int error;         // 0, or the errno of the failed step
-  const char* step;  // "open", "read", "write", "close", "unlink"
+  // The target's descriptor while the child writes it (-1 before its open and from just before its close),
+  // and whether the source is still open: in the table the child shares with the program, so that the
+  // program's thread aborts the upload and closes them when the child dies (abort_orphaned_upload).
+  std::atomic<int> target_fd;
+  std::atomic<bool> source_open;
+  bool shared_table;  // false: the child took a table of its own (open_target at RLIMIT_NOFILE)
+  int error;          // 0, or the errno of the failed step
+  const char* step;   // "open", "read", "write", "close", "unlink", "upload process"
   uint64_t written;
+  int killed_by;  // the signal that killed the child, 0 if none
 };
 
 constexpr size_t kChildStack = size_t{64} * 1024;
@@ -180,13 +188,14 @@ struct UploadMapping {
 };
 
 // The target's open when the program's own descriptors fill RLIMIT_NOFILE (third adversarial round: a
-// spooled file closed by a program at its limit failed EMFILE and was lost with its spool). This child has
-// copies of the program's limits and descriptor table, so room is made here only: the soft limit raised to
-// the hard one, else one copied descriptor closed that is neither the source nor on a FUSE filesystem
-// (closing a copy of a store's descriptor would flush that file; POSIX locks belong to the table that took
-// them, the program's). System calls through libc's syscall(): our hooks would change the program's table,
-// which this child shares.
-int open_target(const UploadJob& job) {
+// spooled file closed by a program at its limit failed EMFILE and was lost with its spool). This child
+// has a copy of the program's limits and shares its descriptor table, so room is made here only: the soft
+// limit raised to the hard one, else the child takes a table of its own (the program's thread can then no
+// longer abort the upload if the child dies) and closes one copied descriptor that is neither the source
+// nor on a FUSE filesystem (closing a copy of a store's descriptor would flush that file; POSIX locks
+// belong to the table that took them, the program's). System calls through libc's syscall(): our hooks
+// would change the program's file table in memory, which this child shares.
+int open_target(UploadJob& job) {
   int target = real_openat(AT_FDCWD, job.target, job.target_flags, 0666);
   if (target >= 0 || errno != EMFILE) return target;
   struct rlimit limit;
@@ -200,6 +209,8 @@ int open_target(const UploadJob& job) {
     }
     limit.rlim_cur = soft;
   }
+  if (real_syscall(SYS_unshare, CLONE_FILES) != 0) return target;
+  job.shared_table = false;
   const long highest = limit.rlim_cur < (rlim_t{1} << 20) ? static_cast<long>(limit.rlim_cur) : long{1} << 20;
   for (long fd = 0; fd < highest; ++fd) {
     struct statfs fs;
@@ -210,6 +221,25 @@ int open_target(const UploadJob& job) {
   }
   errno = EMFILE;
   return -1;
+}
+
+// An upload that cannot complete is aborted, so that a store which replaces a file only when an upload
+// completes keeps the old one: a write out of order (mountpoint-s3: EINVAL, the upload aborted, and its
+// close commits nothing; appendonlyfs s3 and volumes do the same), then the close.
+void abort_upload(int target, uint64_t total) {
+  const char byte = 0;
+  real_syscall(SYS_pwrite64, target, &byte, 1, static_cast<off64_t>(total + 1));
+}
+
+// The target gets the source's mode and times: what a rename would have given it (the mode the program's
+// open asked for, after the umask, and what it set with fchmod and futimens). A store that keeps no modes
+// or times (mountpoint-s3) refuses or ignores them; nothing more can be done there.
+void give_mode_and_times(int source, int target) {
+  struct stat st;
+  if (real_syscall(SYS_fstat, source, &st) != 0) return;
+  real_syscall(SYS_fchmod, target, st.st_mode & 07777);
+  const struct timespec times[2] = {st.st_atim, st.st_mtim};
+  real_syscall(SYS_utimensat, target, nullptr, times, 0);
 }
 
 int upload_child(void* arg) {
@@ -226,6 +256,7 @@ int upload_child(void* arg) {
   if (target < 0) {
     status = fail("open", errno);
   } else {
+    if (job.shared_table) job.target_fd.store(target, std::memory_order_release);
     uint64_t done = 0;
     while (done < job.total && status == 0) {
       size_t chunk = job.total - done < kCopyBuffer ? static_cast<size_t>(job.total - done) : kCopyBuffer;
@@ -248,13 +279,38 @@ int upload_child(void* arg) {
       done += wrote.written;
       job.written = done;
     }
+    if (status == 0) {
+      give_mode_and_times(job.source_fd, target);
+    } else {
+      abort_upload(target, job.total);  // a failed write leaves its prefix on a store that would commit it
+    }
+    job.target_fd.store(-1, std::memory_order_release);
     if (real_close(target) != 0 && status == 0) status = fail("close", errno);
+  }
+  if (job.close_source) {
+    job.source_open.store(false, std::memory_order_release);
+    real_close(job.source_fd);  // before the unlink: a store may refuse to unlink a file still open
   }
   if (status == 0 && job.unlink_path[0] && real_unlink(job.unlink_path) != 0 && errno != ENOENT)
     status = fail("unlink", errno);
   job.done.store(1, std::memory_order_release);
   syscall(SYS_futex, &job.done, FUTEX_WAKE, 1, nullptr, nullptr, 0);
   return status;
+}
+
+// The child died before it finished (killed: the OOM killer, a kill of the process group's members): the
+// upload it left is aborted and its descriptors closed here, so that the store keeps the file it was to
+// replace (or never shows a new one) where the store commits only a completed upload. Returns EIO.
+int abort_orphaned_upload(UploadJob& job) {
+  const int target = job.target_fd.exchange(-1, std::memory_order_acq_rel);
+  if (target >= 0) {
+    abort_upload(target, job.total);
+    real_close(target);
+  }
+  if (job.source_open.exchange(false, std::memory_order_acq_rel)) real_close(job.source_fd);
+  job.step = "upload process";
+  job.error = EIO;
+  return EIO;
 }
 
 // Runs the job in the child and waits for it. Returns 0, or the errno (job.step says which step).
@@ -266,28 +322,39 @@ int run_upload(UploadMapping* m) {
   real_openat(-1, "", 0, 0);
   real_unlink("");
   m->job.done.store(0, std::memory_order_relaxed);
+  m->job.target_fd.store(-1, std::memory_order_relaxed);
+  m->job.source_open.store(m->job.close_source, std::memory_order_relaxed);
+  m->job.shared_table = true;
   m->job.error = 0;
   m->job.step = "";
   m->job.written = 0;
+  m->job.killed_by = 0;
   // Every signal blocked in the child (it shares our memory: the program's handlers must not run there).
+  // It shares the descriptor table too: its death closes nothing (a close would complete the upload of a
+  // prefix on a store that commits at a close, mountpoint-s3), and neither does a SIGKILL of the writer.
   int pid, clone_error;
   {
     AllSignalsBlocked blocked;
-    pid = clone(upload_child, m->stack + kChildStack, CLONE_VM | SIGCHLD, m);
+    pid = clone(upload_child, m->stack + kChildStack, CLONE_VM | CLONE_FILES | SIGCHLD, m);
     clone_error = errno;
   }
   if (pid < 0) {
     m->job.step = "start";
     return clone_error;
   }
+  bool reaped = false;
   while (true) {
     int status;
     pid_t r = waitpid(pid, &status, 0);
+    if (r == pid && WIFSIGNALED(status)) m->job.killed_by = WTERMSIG(status);
+    if (r == pid) reaped = true;
     if (r == pid || (r < 0 && errno != EINTR)) break;
   }
-  // Reaped by someone else (SIGCHLD ignored): the job says when it is done.
-  while (m->job.done.load(std::memory_order_acquire) == 0)
-    syscall(SYS_futex, &m->job.done, FUTEX_WAIT, 0, nullptr, nullptr, 0);
+  // Reaped by someone else (SIGCHLD ignored): the job says when it is done, or the child is gone.
+  const struct timespec tick = {0, 50 * 1000 * 1000};
+  while (!reaped && m->job.done.load(std::memory_order_acquire) == 0 && kill(pid, 0) == 0)
+    syscall(SYS_futex, &m->job.done, FUTEX_WAIT, 0, &tick, nullptr, 0);
+  if (m->job.done.load(std::memory_order_acquire) == 0) return abort_orphaned_upload(m->job);
   return m->job.error;
 }
 
@@ -296,40 +363,107 @@ UploadMapping* map_upload() {
   return p == MAP_FAILED ? nullptr : static_cast<UploadMapping*>(p);
 }
 
+bool store_has(const char* path) {
+  struct stat64 st;
+  return fstatat64(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+// The empty file open_spooled makes under a spooled file's name, so that an O_EXCL create of the name by
+// another process fails EEXIST on the store: the name holds an empty regular file.
+bool holds_placeholder(const char* path) {
+  struct stat64 st;
+  return fstatat64(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
+}
+
+[[gnu::noinline, gnu::cold]] void say_spool_dropped(const char* name) {
+  char message[kMaxPath + 300];
+  std::snprintf(
+      message, sizeof message,
+      "%s: the file this process created with O_EXCL and wrote in the spool was not uploaded: the store "
+      "has another file of that name (written by another open of it), which stands; the close fails "
+      "with EEXIST; see docs/stores.md",
+      name);
+  say(message);
+}
+
 void unmap_upload(UploadMapping* m) {
   munmap(m, sizeof(UploadMapping));
 }
 
-void say_failed_upload(const char* what, const char* source, const UploadJob& job, int error) {
+// Whether the store holding `path` keeps a file's old contents until an upload replacing it completes:
+// the stores known not to rename (mountpoint-s3, appendonlyfs s3 and volumes) are object stores, where an
+// object is replaced only by a completed upload; any other store may empty the file at the open.
+bool keeps_old_until_complete(const char* path) {
+  const MountTable* table = g_all_mounts.load(std::memory_order_acquire);
+  return table && !table->renames_at(path);
+}
+
+void say_failed_upload(const char* what, const char* source, const UploadJob& job, int error,
+                       bool replacing) {
+  char why[160];
+  if (job.killed_by != 0) {
+    std::snprintf(why, sizeof why, "its upload process, appendguard-up, was killed by signal %d",
+                  job.killed_by);
+  } else if (std::strcmp(job.step, "upload process") == 0) {
+    std::snprintf(why, sizeof why, "its upload process, appendguard-up, ended before the upload did");
+  } else if (std::strcmp(job.step, "open") == 0 && (error == EPERM || error == EEXIST || error == EBUSY)) {
+    std::snprintf(
+        why, sizeof why,
+        "the store does not let the file be replaced, as mountpoint-s3 without --allow-overwrite, or "
+        "another process is writing it");
+  } else {
+    std::snprintf(why, sizeof why, "the store refused it");
+  }
+  const char* left = !replacing ? "the upload was aborted: a store that shows a file only once its upload "
+                                  "completes has nothing under the name"
+                     : keeps_old_until_complete(job.target)
+                         ? "the upload was aborted: the store keeps the file that was there"
+                         : "the upload was aborted, but this store may have emptied the file that was there";
   char message[3 * kMaxPath];
   std::snprintf(message, sizeof message,
-                "%s: %s %s to %s failed at its %s with %s after %llu of %llu bytes (the store refused it%s); "
+                "%s: %s to %s failed at its %s with %s after %llu of %llu bytes (%s); %s; "
                 "see docs/stores.md",
-                source, what, job.unlink_path[0] ? "copying it on the store" : "uploading it from the spool",
-                job.target, job.step, errno_name(error), static_cast<unsigned long long>(job.written),
-                static_cast<unsigned long long>(job.total),
-                std::strcmp(job.step, "open") == 0 && (error == EPERM || error == EEXIST)
-                    ? ": a store that does not let a file be replaced, such as mountpoint-s3 without "
-                      "--allow-overwrite, keeps the file that is there"
-                    : "");
+                source, what, job.target, job.step, errno_name(error),
+                static_cast<unsigned long long>(job.written), static_cast<unsigned long long>(job.total), why,
+                left);
+  say(message);
+}
+
+// Before the first byte of an upload that replaces a file on a store not known to keep it until the upload
+// completes: if the upload fails, the old file may be lost (said once per upload).
+void say_replacing_unsafely(const char* source, const char* target) {
+  char message[2 * kMaxPath + 300];
+  std::snprintf(
+      message, sizeof message,
+      "%s: replacing %s by an upload on a store not known to keep a file until the upload replacing "
+      "it completes (as mountpoint-s3 and Databricks volumes do): if this upload fails, the old file "
+      "may be lost; see docs/stores.md",
+      source, target);
   say(message);
 }
 
 // Uploads `source_fd` (`bytes`, then zeros up to `total`) to `target`. Returns 0 or the errno, said.
+// `close_source`: the source is the copy's own descriptor, closed by the upload (before the unlink).
 int upload(const char* what, const char* source, int source_fd, uint64_t bytes, uint64_t total,
-           const char* target, unsigned rename_flags, const char* unlink_path) {
+           const char* target, unsigned rename_flags, const char* unlink_path, bool close_source = false) {
   UploadMapping* m = map_upload();
-  if (!m) return ENOMEM;
+  if (!m) {
+    if (close_source) real_close(source_fd);
+    return ENOMEM;
+  }
   UploadJob& job = m->job;
   job.source_fd = source_fd;
+  job.close_source = close_source;
   job.source_bytes = bytes;
   job.total = total;
   job.target_flags = O_WRONLY | O_CREAT | O_CLOEXEC | ((rename_flags & RENAME_NOREPLACE) ? O_EXCL : O_TRUNC);
   std::snprintf(job.target, sizeof job.target, "%s", target);
   std::snprintf(job.unlink_path, sizeof job.unlink_path, "%s", unlink_path ? unlink_path : "");
+  const bool replacing = !(rename_flags & RENAME_NOREPLACE) && store_has(target);
+  if (replacing && !keeps_old_until_complete(target)) say_replacing_unsafely(source, target);
   int error = run_upload(m);
   if (error != 0) {
-    say_failed_upload(what, source, job, error);
+    say_failed_upload(what, source, job, error, replacing);
   } else if (tracing()) {
     trace("rename", source_fd, source, 0, 0, "%s to %s: %llu bytes written sequentially%s", what, target,
           static_cast<unsigned long long>(total), unlink_path ? ", source removed" : "");
@@ -349,14 +483,19 @@ bool spool_sizes(int fd, uint64_t& end, uint64_t& total) {
   return true;
 }
 
+enum class SpoolTrouble { kMissing, kFull, kUnusable };
+
 // Out of line: its buffers are not in the open's frame (issue 24: small thread stacks).
-[[gnu::noinline, gnu::cold]] void say_spool_unusable(const char* path, const char* dir, bool room,
+[[gnu::noinline, gnu::cold]] void say_spool_unusable(const char* path, const char* dir, SpoolTrouble trouble,
                                                      int error) {
   char why[96];
-  if (room) {
-    std::snprintf(why, sizeof why, "cannot be used (%s)", errno_name(error));
-  } else {
+  if (trouble == SpoolTrouble::kMissing) {
+    std::snprintf(why, sizeof why, error == ENOENT ? "does not exist" : "cannot be reached (%s)",
+                  errno_name(error));
+  } else if (trouble == SpoolTrouble::kFull) {
     std::snprintf(why, sizeof why, "has less than 64 MiB free");
+  } else {
+    std::snprintf(why, sizeof why, "cannot be used (%s)", errno_name(error));
   }
   PathLease lease(2);
   char* message = lease.get(0);
@@ -371,11 +510,6 @@ bool spool_sizes(int fd, uint64_t& end, uint64_t& total) {
   say(message);
 }
 
-bool store_has(const char* path) {
-  struct stat64 st;
-  return fstatat64(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0;
-}
-
 char* copy_string(const char* s) {
   size_t n = std::strlen(s) + 1;
   char* out = static_cast<char*>(std::malloc(n));
@@ -384,6 +518,21 @@ char* copy_string(const char* s) {
 }
 
 }  // namespace
+
+void refuse_spool_on_a_store() {
+  if (g_config->spool_off || g_config->spool_dir.empty()) return;
+  struct statfs fs;
+  if (statfs(g_config->spool_dir.c_str(), &fs) != 0 || fs.f_type != FUSE_SUPER_MAGIC) return;
+  char message[kMaxPath + 300];
+  const int length =
+      std::snprintf(message, sizeof message,
+                    "appendguard: APPENDGUARD_SPOOL=%s is on a FUSE file system (a store): the spool "
+                    "must be a local directory (its files are uploaded to the store); accepted: a "
+                    "local directory, or off\n",
+                    g_config->spool_dir.c_str());
+  if (length > 0) syscall(SYS_write, STDERR_FILENO, message, std::strlen(message));
+  _exit(2);
+}
 
 void remember_closed_on_store(const Description* d) {
   // As the open found it (issue 27: every guarded close looked the mount up); an adopted descriptor's is
@@ -405,7 +554,8 @@ bool spools(const OpenRequest& request, const OpenDecision& decision) {
   return decision.facts_table && !decision.facts.renames;  // looked up once, in decide_open
 }
 
-int open_spooled(const OpenRequest& request, OpenDecision& decision) {
+int open_spooled(const OpenRequest& request, OpenDecision& decision, int (*create)(void*, int),
+                 void* create_context) {
   // O_EXCL: the name must be free on the store, and among this process's spooled files.
   struct stat64 st;
   if (fstatat64(AT_FDCWD, decision.path, &st, AT_SYMLINK_NOFOLLOW) == 0) {
@@ -432,14 +582,30 @@ int open_spooled(const OpenRequest& request, OpenDecision& decision) {
   }
   const char* dir = spool_dir();
   struct statvfs fs;
-  const bool room =
-      statvfs(dir, &fs) == 0 && spool_has_room(static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize, 0);
+  const bool exists = statvfs(dir, &fs) == 0;
+  const int missing = exists ? 0 : errno;
+  const bool room = exists && spool_has_room(static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize, 0);
   int fd = room ? create_spool_file(dir, request.flags & O_CLOEXEC) : -1;
   if (fd < 0) {
-    say_spool_unusable(decision.path, dir, room, errno);
+    say_spool_unusable(
+        decision.path, dir,
+        exists ? (room ? SpoolTrouble::kUnusable : SpoolTrouble::kFull) : SpoolTrouble::kMissing,
+        exists ? errno : missing);
     decision.spool = false;
     return kOpenOnStore;
   }
+  // The name itself is created on the store, empty (the placeholder), with the program's flags' O_EXCL and
+  // its mode: another process's O_EXCL create of it then fails EEXIST there, as without the library; and
+  // the spool file takes the mode the store gave it (the open's mode after the umask), for the upload.
+  const int placeholder = create(create_context, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC);
+  if (placeholder < 0) {
+    const int error = errno;
+    real_close(fd);
+    errno = error;
+    return -1;
+  }
+  if (real_fstat64(placeholder, &st) == 0) real_syscall(SYS_fchmod, fd, st.st_mode & 07777);
+  real_close(placeholder);
   decision.flags = O_RDWR | O_CREAT | O_EXCL | (request.flags & O_CLOEXEC);
   return fd;
 }
@@ -533,7 +699,7 @@ bool rename_spooled_source(int old_dirfd, const char* old_path, int new_dirfd, c
   }
   // The program made a file of that name on the store by another open (tempfile's name passed to a
   // writer): that file is the source, not the spool (the real rename, then the copy, take it).
-  if (store_has(old_full)) return false;
+  if (store_has(old_full) && !holds_placeholder(old_full)) return false;
   InternalScope internal;
   RenameFacts facts;
   facts.source = RenameSource::kSpooled;
@@ -550,7 +716,10 @@ bool rename_spooled_source(int old_dirfd, const char* old_path, int new_dirfd, c
   uint64_t end = 0;
   uint64_t total = 0;
   if (error == 0 && !spool_sizes(fd, end, total)) error = EBADF;
-  if (error == 0) error = upload("renamed", old_full, fd, end, total, new_full, flags, nullptr);
+  // The placeholder under the source name (open_spooled) goes once the file is under the target.
+  if (error == 0)
+    error = upload("its upload from the spool for its rename", old_full, fd, end, total, new_full, flags,
+                   holds_placeholder(old_full) ? old_full : nullptr);
   if (error == 0) {
     SpoolGuard guard;
     if (SpoolEntry* e = entry_by_file(device, inode)) {
@@ -618,8 +787,8 @@ bool carry_out_refused_rename(int old_dirfd, const char* old_path, int new_dirfd
     uint64_t size = real_fstat64(source, &now) == 0 ? static_cast<uint64_t>(now.st_size) : 0;
     uint64_t end = 0;
     if (g_files.end_of_file_of(st.st_dev, st.st_ino, end) && end > size) size = end;
-    copy_error = upload("copied", old_full, source, size, size, new_full, flags, old_full);
-    real_close(source);
+    copy_error = upload("its copy on the store for its rename", old_full, source, size, size, new_full, flags,
+                        old_full, true);
   }
   {
     SpoolGuard guard;
@@ -647,6 +816,7 @@ bool unlink_spooled_name(int dirfd, const char* path) {
   e->store_path = nullptr;  // no name: nothing uploaded at its close
   std::free(e->target);
   e->target = nullptr;
+  if (holds_placeholder(full)) real_unlink(full);
   return true;
 }
 
@@ -668,16 +838,22 @@ int upload_spooled_at_close(int fd, Description* d) {
   uint64_t end = 0;
   uint64_t total = 0;
   int error = 0;
-  // Never renamed, and the store has the name (the program wrote it by another open of the name): that
-  // file stands; the spool's bytes are not uploaded over it.
-  const bool replaced_on_store = !renamed && store_has(name);
-  if (!replaced_on_store && spool_sizes(fd, end, total) && (!renamed || total != uploaded)) {
+  // Never renamed, and the store has a file of that name other than the placeholder (the program, or
+  // another, wrote it by another open of the name): that file stands, and the close fails, said.
+  const bool replaced_on_store = !renamed && store_has(name) && !holds_placeholder(name);
+  if (replaced_on_store) {
+    error = EEXIST;
+    run_on_site_stack([&] { say_spool_dropped(name); });
+  } else if (spool_sizes(fd, end, total) && (!renamed || total != uploaded)) {
     InternalScope internal;
-    // Never renamed: a new file, as the program created it (O_EXCL: never over a file made meanwhile). On
-    // the thread's site stack, as the rename's store paths (hooks_rename.cpp): a close in a small thread.
+    // Never renamed: a new file, as the program created it (O_EXCL: never over a file made meanwhile; its
+    // placeholder removed first). On the thread's site stack, as the rename's store paths
+    // (hooks_rename.cpp): a close in a small thread.
+    if (!renamed && holds_placeholder(name)) real_unlink(name);
     error = run_on_site_stack([&] {
-      return upload(renamed ? "written again after its rename, uploaded" : "closed, uploaded", name, fd, end,
-                    total, name, renamed ? 0 : RENAME_NOREPLACE, nullptr);
+      return upload(renamed ? "its upload from the spool of what was written after its rename"
+                            : "its upload from the spool at its close",
+                    name, fd, end, total, name, renamed ? 0 : RENAME_NOREPLACE, nullptr);
     });
   }
   {

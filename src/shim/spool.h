@@ -33,9 +33,11 @@ inline bool any_spooled() {
 bool spools(const OpenRequest& request, const OpenDecision& decision);
 // The program's open answered with a spool file (EEXIST when the store has the name): the descriptor, or
 // -1 with errno, or kOpenOnStore when the spool cannot be used (said in one line; decision.spool is
-// cleared and the caller opens on the store as decided).
+// cleared and the caller opens on the store as decided). `create(create_context, flags)` is the program's
+// open of the name with other flags (its mode): it makes the empty placeholder under the name on the store.
 constexpr int kOpenOnStore = -2;
-int open_spooled(const OpenRequest& request, OpenDecision& decision);
+int open_spooled(const OpenRequest& request, OpenDecision& decision, int (*create)(void*, int),
+                 void* create_context);
 // After the open was tracked: the spool file (its device and inode) is known by its store name.
 void register_spooled(const char* store_path, dev_t device, ino_t inode);
 
@@ -71,6 +73,9 @@ void remember_closed_on_store(const Description* d);
 int upload_spooled_at_close(int fd, Description* d);
 // At exit: spooled files still open are uploaded as at their close.
 void upload_spooled_at_exit();
+// At start, in enforce mode: APPENDGUARD_SPOOL on a FUSE file system (a store) is refused with one line
+// and exit status 2, as a wrong setting is (its files would be written to the store they are uploaded to).
+void refuse_spool_on_a_store();
 // In a fork child (its handler): the registry's lock, which another thread of the parent may have held.
 void reset_spool_after_fork_child();
 
