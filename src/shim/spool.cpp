@@ -444,7 +444,18 @@ void say_replacing_unsafely(const char* source, const char* target) {
 
 // Uploads `source_fd` (`bytes`, then zeros up to `total`) to `target`. Returns 0 or the errno, said.
 // `close_source`: the source is the copy's own descriptor, closed by the upload (before the unlink).
-int upload(const char* what, const char* source, int source_fd, uint64_t bytes, uint64_t total,
+// What an upload is for: the trace's word, and the failure line's phrase.
+struct UploadPurpose {
+  const char* traced;
+  const char* said;
+};
+constexpr UploadPurpose kForRename = {"renamed", "its upload from the spool for its rename"};
+constexpr UploadPurpose kCopyForRename = {"copied", "its copy on the store for its rename"};
+constexpr UploadPurpose kAtClose = {"closed, uploaded", "its upload from the spool at its close"};
+constexpr UploadPurpose kAfterRename = {"written again after its rename, uploaded",
+                                        "its upload from the spool of what was written after its rename"};
+
+int upload(const UploadPurpose& what, const char* source, int source_fd, uint64_t bytes, uint64_t total,
            const char* target, unsigned rename_flags, const char* unlink_path, bool close_source = false) {
   UploadMapping* m = map_upload();
   if (!m) {
@@ -463,10 +474,10 @@ int upload(const char* what, const char* source, int source_fd, uint64_t bytes, 
   if (replacing && !keeps_old_until_complete(target)) say_replacing_unsafely(source, target);
   int error = run_upload(m);
   if (error != 0) {
-    say_failed_upload(what, source, job, error, replacing);
+    say_failed_upload(what.said, source, job, error, replacing);
   } else if (tracing()) {
-    trace("rename", source_fd, source, 0, 0, "%s to %s: %llu bytes written sequentially%s", what, target,
-          static_cast<unsigned long long>(total), unlink_path ? ", source removed" : "");
+    trace("rename", source_fd, source, 0, 0, "%s to %s: %llu bytes written sequentially%s", what.traced,
+          target, static_cast<unsigned long long>(total), unlink_path ? ", source removed" : "");
   }
   unmap_upload(m);
   return error;
@@ -718,7 +729,7 @@ bool rename_spooled_source(int old_dirfd, const char* old_path, int new_dirfd, c
   if (error == 0 && !spool_sizes(fd, end, total)) error = EBADF;
   // The placeholder under the source name (open_spooled) goes once the file is under the target.
   if (error == 0)
-    error = upload("its upload from the spool for its rename", old_full, fd, end, total, new_full, flags,
+    error = upload(kForRename, old_full, fd, end, total, new_full, flags,
                    holds_placeholder(old_full) ? old_full : nullptr);
   if (error == 0) {
     SpoolGuard guard;
@@ -787,8 +798,7 @@ bool carry_out_refused_rename(int old_dirfd, const char* old_path, int new_dirfd
     uint64_t size = real_fstat64(source, &now) == 0 ? static_cast<uint64_t>(now.st_size) : 0;
     uint64_t end = 0;
     if (g_files.end_of_file_of(st.st_dev, st.st_ino, end) && end > size) size = end;
-    copy_error = upload("its copy on the store for its rename", old_full, source, size, size, new_full, flags,
-                        old_full, true);
+    copy_error = upload(kCopyForRename, old_full, source, size, size, new_full, flags, old_full, true);
   }
   {
     SpoolGuard guard;
@@ -840,20 +850,26 @@ int upload_spooled_at_close(int fd, Description* d) {
   int error = 0;
   // Never renamed, and the store has a file of that name other than the placeholder (the program, or
   // another, wrote it by another open of the name): that file stands, and the close fails, said.
+  // A spool that holds nothing drops nothing (the program wrote the file by name: tempfile's name passed
+  // to a writer).
   const bool replaced_on_store = !renamed && store_has(name) && !holds_placeholder(name);
+  const bool sized = spool_sizes(fd, end, total);
   if (replaced_on_store) {
-    error = EEXIST;
-    run_on_site_stack([&] { say_spool_dropped(name); });
-  } else if (spool_sizes(fd, end, total) && (!renamed || total != uploaded)) {
+    if (sized && total > 0) {
+      error = EEXIST;
+      run_on_site_stack([&] { say_spool_dropped(name); });
+    }
+  } else if (sized && !renamed && total == 0 && holds_placeholder(name)) {
+    // Nothing written: the placeholder is the empty file the program made.
+  } else if (sized && (!renamed || total != uploaded)) {
     InternalScope internal;
     // Never renamed: a new file, as the program created it (O_EXCL: never over a file made meanwhile; its
     // placeholder removed first). On the thread's site stack, as the rename's store paths
     // (hooks_rename.cpp): a close in a small thread.
     if (!renamed && holds_placeholder(name)) real_unlink(name);
     error = run_on_site_stack([&] {
-      return upload(renamed ? "its upload from the spool of what was written after its rename"
-                            : "its upload from the spool at its close",
-                    name, fd, end, total, name, renamed ? 0 : RENAME_NOREPLACE, nullptr);
+      return upload(renamed ? kAfterRename : kAtClose, name, fd, end, total, name,
+                    renamed ? 0 : RENAME_NOREPLACE, nullptr);
     });
   }
   {
