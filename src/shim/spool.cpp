@@ -351,7 +351,7 @@ int run_upload(UploadMapping* m) {
     if (r == pid || (r < 0 && errno != EINTR)) break;
   }
   // Reaped by someone else (SIGCHLD ignored): the job says when it is done, or the child is gone.
-  const struct timespec tick = {0, 50 * 1000 * 1000};
+  const struct timespec tick = {0, 50000000L};  // 50 ms
   while (!reaped && m->job.done.load(std::memory_order_acquire) == 0 && kill(pid, 0) == 0)
     syscall(SYS_futex, &m->job.done, FUTEX_WAIT, 0, &tick, nullptr, 0);
   if (m->job.done.load(std::memory_order_acquire) == 0) return abort_orphaned_upload(m->job);
