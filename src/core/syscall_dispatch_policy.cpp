@@ -140,7 +140,9 @@ bool notes_hold_go_build_id(const unsigned char* notes, size_t size) {
     if (name_size > size - name_at || padded(name_size) > size - name_at) return false;
     const size_t desc_at = name_at + padded(name_size);
     if (desc_size > size - desc_at) return false;
-    if (type == kGoBuildIdType && name_size == 3 && memcmp(notes + name_at, "Go", 3) == 0) return true;
+    // The Go linker writes the name "Go" with a name size of 4 (its padding counted).
+    if (type == kGoBuildIdType && (name_size == 3 || name_size == 4) && memcmp(notes + name_at, "Go", 3) == 0)
+      return true;
     at = desc_at + padded(desc_size);
   }
   return false;
