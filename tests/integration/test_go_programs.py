@@ -18,15 +18,16 @@ GO_NOTICE = ("appendguard: a Go program: its file I/O is made by system calls of
              "APPENDGUARD_SYSCALLS=auto does not guard; APPENDGUARD_SYSCALLS=always guards them")
 
 
-def build_probe():
-    """The Go probe, built once per build tree (go's cache under it); None without a Go toolchain."""
+def build_probe(cgo=True):
+    """The Go probe, built once per build tree (go's cache under it); None without a Go toolchain. Without
+    cgo the Go toolchain links it statically."""
     go = shutil.which("go")
     if not go:
         return None
-    out = os.path.join(BIN, "go_probe")
+    out = os.path.join(BIN, "go_probe" if cgo else "go_probe_static")
     env = {k: v for k, v in os.environ.items() if not k.startswith("APPENDGUARD") and k != "LD_PRELOAD"}
-    env.update(GOCACHE=os.path.join(BIN, "go-cache"), GOPATH=os.path.join(BIN, "go-path"), CGO_ENABLED="1",
-               GOFLAGS="-mod=mod", GO111MODULE="on", GOTOOLCHAIN="local")
+    env.update(GOCACHE=os.path.join(BIN, "go-cache"), GOPATH=os.path.join(BIN, "go-path"),
+               CGO_ENABLED="1" if cgo else "0", GOFLAGS="-mod=mod", GO111MODULE="on", GOTOOLCHAIN="local")
     subprocess.run([go, "build", "-o", out, "."], cwd=SOURCE, env=env, check=True, timeout=600,
                    capture_output=True)
     return out
@@ -76,6 +77,29 @@ class GoProgramsTest(TempDirTest):
         # Before: nothing was said, and the write landed.
         self.assertEqual(re.findall(r"^appendguard: a Go program.*$", proc.stderr, re.M), [GO_NOTICE], proc.stderr)
         self.assertEqual(read_bytes(target), b"XX23456789")  # unguarded, as the line says
+
+    def test_doctor_and_run_say_what_each_setting_does_for_static_and_dynamic_go(self):
+        # Before: both said "a Go program: NOT covered ... not through libc", whatever the setting.
+        launcher = os.environ.get("APPENDGUARD_LAUNCHER", "")
+        self.assertTrue(launcher, "APPENDGUARD_LAUNCHER is not set; run through ctest")
+        static = build_probe(cgo=False)
+        env = child_env(mode=None, preload=False)
+        doctor = subprocess.run([launcher, "doctor", self.probe_path], env=env, capture_output=True, text=True,
+                                timeout=120).stdout
+        self.assertIn(": a dynamically linked Go program: covered only with APPENDGUARD_SYSCALLS=always", doctor)
+        doctor = subprocess.run([launcher, "doctor", static], env=env, capture_output=True, text=True,
+                                timeout=120).stdout
+        self.assertIn(": a statically linked Go program: NOT covered (LD_PRELOAD has no effect on it", doctor)
+        for setting, warned in (("auto", True), ("always", False)):
+            env = child_env(mode=None, preload=False, APPENDGUARD_SYSCALLS=setting)
+            proc = subprocess.run([launcher, "run", "--", self.probe_path, "preempt", self.dir], env=env,
+                                  capture_output=True, text=True, timeout=120)
+            self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
+            self.assertEqual("a dynamically linked Go program" in proc.stderr, warned, proc.stderr)
+        env = child_env(mode=None, preload=False, APPENDGUARD_SYSCALLS="always")
+        proc = subprocess.run([launcher, "run", "--", static, "preempt", self.dir], env=env, capture_output=True,
+                              text=True, timeout=120)
+        self.assertIn("a statically linked Go program: NOT covered", proc.stderr)
 
     def test_a_c_program_gets_no_go_line(self):
         proc = run(["/bin/true"], APPENDGUARD_PATHS=os.path.join(self.dir, "**"))
