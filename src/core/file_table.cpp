@@ -22,15 +22,6 @@ static_assert(_NSIG / 8 == sizeof(uint64_t));
 void set_signal_mask(int how, const uint64_t* set, uint64_t* old) {
   pool_system_call(SYS_rt_sigprocmask, how, set, old, _NSIG / 8);
 }
-// SIG_SETMASK `old`, except that a SIGSYS unblocked inside the scope stays unblocked: the thread started
-// trapping its raw calls there (shim/signal_masks.h), and a trap that finds SIGSYS blocked ends the process.
-void restore_signal_mask(uint64_t old) {
-  constexpr uint64_t kSigsys = uint64_t{1} << (SIGSYS - 1);
-  uint64_t inside = 0;
-  set_signal_mask(SIG_SETMASK, &old, &inside);
-  if (__builtin_expect(!(inside & kSigsys), 0) && (old & kSigsys))
-    set_signal_mask(SIG_UNBLOCK, &kSigsys, nullptr);
-}
 // What sigfillset gives, computed once: every signal but the two glibc uses internally (SIGCANCEL, 32,
 // and SIGSETXID, 33), which a blocked set must leave alone (setuid in another thread waits for them).
 constexpr uint64_t kAllSignals = ~((uint64_t{1} << (32 - 1)) | (uint64_t{1} << (33 - 1)));
@@ -45,7 +36,7 @@ class RegistryGuard {
   }
   ~RegistryGuard() {
     lock_.unlock();
-    restore_signal_mask(old_);
+    set_signal_mask(SIG_SETMASK, &old_, nullptr);
   }
   RegistryGuard(const RegistryGuard&) = delete;
   RegistryGuard& operator=(const RegistryGuard&) = delete;
@@ -511,7 +502,7 @@ void FileTable::after_fork_parent() {
   mark_offsets_shared();
   uint64_t old = mask_before_fork_;
   registry_.unlock();
-  restore_signal_mask(old);
+  set_signal_mask(SIG_SETMASK, &old, nullptr);
 }
 
 WriteTotals FileTable::write_totals() {
@@ -533,7 +524,7 @@ void FileTable::after_fork_child() {
     __atomic_store_n(&live_files_[i]->bytes_written, 0, __ATOMIC_RELAXED);
   }
   mark_offsets_shared();
-  restore_signal_mask(mask_before_fork_);
+  set_signal_mask(SIG_SETMASK, &mask_before_fork_, nullptr);
 }
 
 }  // namespace appendguard

@@ -1,7 +1,6 @@
 // open, openat, creat and their 64-bit and fortified names.
 
 #include "core/open_flags.h"
-#include "report/site_stack.h"
 #include "shim/append_only_attribute.h"
 #include "shim/guard_descriptor.h"
 #include "shim/guard_open.h"
@@ -113,16 +112,13 @@ template <typename Call>
   return open_deciding(function, dirfd, path, flags, call);
 }
 
-// Every open but a read-only one of no interest in a settled mode, on the library's own per-thread stack
-// (report/site_stack.h): a write open's decision takes about 1.5 KiB of stack, more than a signal handler
-// on a 4 KiB alternate stack has left after the kernel's frame (it wrote 408 bytes below such a stack).
+// Every open but a read-only one of no interest in a settled mode. A write open in a settled mode goes on
+// to open_deciding without a frame of its own (issue 27: every write open's); any other, out of line.
 template <typename Call>
 [[gnu::noinline]] int open_slow(const char* function, int dirfd, const char* path, int flags, Call call) {
-  return run_on_site_stack([&] {
-    if (__builtin_expect(settled(g_runtime_state.load(std::memory_order_acquire)) && is_write_open(flags), 1))
-      return open_deciding(function, dirfd, path, flags, call);
-    return open_slow_otherwise(function, dirfd, path, flags, call);
-  });
+  if (__builtin_expect(settled(g_runtime_state.load(std::memory_order_acquire)) && is_write_open(flags), 1))
+    return open_deciding(function, dirfd, path, flags, call);
+  return open_slow_otherwise(function, dirfd, path, flags, call);
 }
 
 template <typename Call>

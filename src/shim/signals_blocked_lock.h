@@ -21,18 +21,7 @@ class AllSignalsBlocked {
     sigfillset(&all);
     real_syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &old_, _NSIG / 8);
   }
-  // A SIGSYS unblocked inside the scope (the thread started trapping its raw calls: signal_masks.h) stays
-  // unblocked: a trap that finds it blocked ends the process.
-  ~AllSignalsBlocked() {
-    sigset_t inside;
-    real_syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old_, &inside, _NSIG / 8);
-    if (__builtin_expect(!sigismember(&inside, SIGSYS), 0) && sigismember(&old_, SIGSYS)) {
-      sigset_t sigsys;
-      sigemptyset(&sigsys);
-      sigaddset(&sigsys, SIGSYS);
-      real_syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &sigsys, nullptr, _NSIG / 8);
-    }
-  }
+  ~AllSignalsBlocked() { real_syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old_, nullptr, _NSIG / 8); }
   AllSignalsBlocked(const AllSignalsBlocked&) = delete;
   AllSignalsBlocked& operator=(const AllSignalsBlocked&) = delete;
 

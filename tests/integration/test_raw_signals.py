@@ -41,13 +41,6 @@ class RawSignalsTest(TempDirTest):
         self.assertEqual(r["mask_after_has_sigusr1"], "0")  # the interrupted mask came back
         self.assertEqual(r["old_mask_has_sigsys"], "1")
 
-    def test_sigsys_blocked_by_a_raw_call_before_the_thread_traps(self):
-        # auto: the thread starts trapping at its guarded open. Before: killed by SIGSYS.
-        r = self.probe("blocked_before_trapping", APPENDGUARD_SYSCALLS="auto")
-        self.assertEqual(r["pwrite64_at_0"], EOPNOTSUPP)
-        self.assertEqual(r["raw_mask_has_sigsys"], "1")
-        self.assertEqual(r["libc_mask_has_sigsys"], "1")
-
     def test_the_masks_read_back_are_the_ones_set(self):
         # Before: every read gave 0 (SIGSYS dropped from the set and from what was read back).
         r = self.probe("mask_readback")

@@ -1,10 +1,7 @@
-// A cgo-linked Go program for test_go_programs.py: GOPROBE CASE DIR (preempt: goroutines spinning past
+// A Go program (cgo-linked when built with CGO_ENABLED=1: cgo.go) for test_go_programs.py: GOPROBE CASE DIR (preempt: goroutines spinning past
 // the runtime's preemption signal; child: children whose SIGCHLD the runtime handles; writeat: a WriteAt(0)
 // of a guarded file opened read-write).
 package main
-
-// #include <stdlib.h>
-import "C"
 
 import (
 	"fmt"
@@ -24,7 +21,6 @@ func spin(d time.Duration) int {
 }
 
 func main() {
-	_ = C.free
 	dir := os.Args[2]
 	switch os.Args[1] {
 	case "preempt":
