@@ -21,6 +21,8 @@ APPENDGUARD_PACKAGES+=(libcli11-dev chromium)
 # librust-rustix-dev: rustix's sources for cargo, offline (integration.test_raw_syscalls_rustix and
 # `scripts/bench raw`, whose tcmalloc workload also wants libgoogle-perftools4, not installed here).
 APPENDGUARD_PACKAGES+=(librust-rustix-dev)
+# test_go_programs builds a cgo-linked Go probe (the raw-call layer under Go's runtime).
+APPENDGUARD_PACKAGES+=(golang-go)
 
 say() { printf '==> %s\n' "$*"; }
 

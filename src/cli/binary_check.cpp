@@ -92,7 +92,7 @@ BinaryCheck check_binary(const std::string& path) {
     if (ph.p_type == PT_INTERP) has_interpreter = true;
   }
   if (contains(data, ".go.buildinfo") || contains(data, "Go build ID")) {
-    check.kind = BinaryKind::kGo;
+    check.kind = has_interpreter ? BinaryKind::kGoDynamic : BinaryKind::kGoStatic;
   } else {
     check.kind = has_interpreter ? BinaryKind::kDynamic : BinaryKind::kStatic;
   }
@@ -129,6 +129,8 @@ std::string coverage_warning(const std::string& path) {
   BinaryKind kind = resolved.check.kind;
   if (kind == BinaryKind::kDynamic || kind == BinaryKind::kUnreadable || kind == BinaryKind::kScript)
     return {};
+  const char* syscalls = getenv("APPENDGUARD_SYSCALLS");
+  if (kind == BinaryKind::kGoDynamic && syscalls && std::strcmp(syscalls, "always") == 0) return {};
   std::string line = "appendguard run: warning: " + path;
   line += resolved.path != path ? " runs " + resolved.path + ", which is" : std::string(" is");
   line += std::string(" ") + describe(kind) + ": its writes are not guarded";
@@ -141,8 +143,12 @@ const char* describe(BinaryKind kind) {
       return "dynamically linked: covered (libc calls are interposed)";
     case BinaryKind::kStatic:
       return "statically linked: NOT covered (LD_PRELOAD has no effect on it)";
-    case BinaryKind::kGo:
-      return "a Go program: NOT covered (Go makes system calls itself, not through libc)";
+    case BinaryKind::kGoStatic:
+      return "a statically linked Go program: NOT covered (LD_PRELOAD has no effect on it, whatever "
+             "APPENDGUARD_SYSCALLS says)";
+    case BinaryKind::kGoDynamic:
+      return "a dynamically linked Go program: covered only with APPENDGUARD_SYSCALLS=always (its runtime "
+             "makes its file I/O by system calls of its own, not through libc; auto and off: NOT covered)";
     case BinaryKind::kSetUid:
       return "dynamically linked but set-uid: NOT covered (for set-uid and set-gid programs the loader "
              "ignores LD_PRELOAD of a library outside the system directories)";

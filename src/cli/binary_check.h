@@ -6,7 +6,18 @@
 
 namespace appendguard {
 
-enum class BinaryKind { kDynamic, kStatic, kGo, kSetUid, kSetGid, kCapabilities, kScript, kUnreadable };
+enum class BinaryKind {
+  kDynamic,
+  kStatic,
+  kGoStatic,   // LD_PRELOAD cannot load into it
+  kGoDynamic,  // cgo-linked: the library loads, its runtime's own system calls need
+               // APPENDGUARD_SYSCALLS=always
+  kSetUid,
+  kSetGid,
+  kCapabilities,
+  kScript,
+  kUnreadable
+};
 
 struct BinaryCheck {
   BinaryKind kind = BinaryKind::kUnreadable;
@@ -39,7 +50,8 @@ struct ResolvedProgram {
 ResolvedProgram resolve_program(const std::string& path);
 
 // One line for `appendguard run` when the library cannot reach the program `path` (static, Go, set-id,
-// file capabilities, directly or as a script's interpreter); "" when it can or `path` cannot be read.
+// file capabilities, directly or as a script's interpreter); "" when it can or `path` cannot be read. A
+// dynamically linked Go program is reached with APPENDGUARD_SYSCALLS=always (read from the environment).
 std::string coverage_warning(const std::string& path);
 
 }  // namespace appendguard

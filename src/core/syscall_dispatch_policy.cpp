@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 
 #include <array>
+#include <cstring>
 
 namespace appendguard {
 namespace {
@@ -50,6 +51,8 @@ constexpr std::array<RawCall, kTableSize> make_table() {
   t[SYS_io_setup] = RawCall::kIoUringSetup;
   t[SYS_rt_sigprocmask] = RawCall::kSigprocmask;
   t[SYS_rt_sigaction] = RawCall::kSigaction;
+  t[SYS_rt_sigreturn] = RawCall::kSigreturn;
+  t[SYS_sigaltstack] = RawCall::kSigaltstack;
   return t;
 }
 
@@ -80,6 +83,28 @@ uint64_t without_sigsys(uint64_t mask) {
   return mask & ~kSigsysBit;
 }
 
+bool has_sigsys(uint64_t mask) {
+  return (mask & kSigsysBit) != 0;
+}
+
+bool sigsys_blocked_after(int how, const uint64_t* set, bool before) {
+  if (!set) return before;
+  switch (how) {
+    case SIG_BLOCK:
+      return before || has_sigsys(*set);
+    case SIG_UNBLOCK:
+      return before && !has_sigsys(*set);
+    case SIG_SETMASK:
+      return has_sigsys(*set);
+    default:
+      return before;
+  }
+}
+
+uint64_t as_program_set(uint64_t mask, bool sigsys_asked) {
+  return sigsys_asked ? mask | kSigsysBit : mask;
+}
+
 bool apply_sigprocmask(int how, const uint64_t* set, uint64_t& mask) {
   if (!set) return true;  // the kernel reads `how` only with a set
   switch (how) {
@@ -98,6 +123,29 @@ bool apply_sigprocmask(int how, const uint64_t* set, uint64_t& mask) {
   // SIGKILL and SIGSTOP cannot be blocked; neither can SIGSYS here.
   mask &= ~((uint64_t{1} << (SIGKILL - 1)) | (uint64_t{1} << (SIGSTOP - 1)) | kSigsysBit);
   return true;
+}
+
+bool notes_hold_go_build_id(const unsigned char* notes, size_t size) {
+  constexpr uint32_t kGoBuildIdType = 4;
+  auto word = [&](size_t at) {
+    uint32_t value;
+    memcpy(&value, notes + at, sizeof value);
+    return value;
+  };
+  auto padded = [](size_t n) { return (n + 3) & ~size_t{3}; };
+  for (size_t at = 0; size - at >= 12 && at < size;) {
+    const size_t name_size = word(at), desc_size = word(at + 4);
+    const uint32_t type = word(at + 8);
+    const size_t name_at = at + 12;
+    if (name_size > size - name_at || padded(name_size) > size - name_at) return false;
+    const size_t desc_at = name_at + padded(name_size);
+    if (desc_size > size - desc_at) return false;
+    // The Go linker writes the name "Go" with a name size of 4 (its padding counted).
+    if (type == kGoBuildIdType && (name_size == 3 || name_size == 4) && memcmp(notes + name_at, "Go", 3) == 0)
+      return true;
+    at = desc_at + padded(desc_size);
+  }
+  return false;
 }
 
 bool parse_libc_version(const char* text, unsigned& major, unsigned& minor) {

@@ -3,6 +3,7 @@
 // applied to the mask the handler returns to. No system calls here: unit-tested directly.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace appendguard {
@@ -45,6 +46,8 @@ enum class RawCall : uint8_t {
   kIoUringSetup,  // io_uring_setup, io_setup (libaio)
   kSigprocmask,   // rt_sigprocmask: applied to the mask the handler returns to
   kSigaction,     // rt_sigaction: SIGSYS is the layer's (the program's action is kept for chaining)
+  kSigreturn,     // rt_sigreturn of the program's own restorer: the frame it returns from is restored
+  kSigaltstack,   // sigaltstack: also written into the frame the handler returns to
 };
 
 // The table is indexed by system call number; numbers above it are passed.
@@ -66,6 +69,16 @@ uint64_t clone_flags_performed(uint64_t flags, CloneWay way);
 bool apply_sigprocmask(int how, const uint64_t* set, uint64_t& mask);
 // A mask the program asks for, without SIGSYS.
 uint64_t without_sigsys(uint64_t mask);
+bool has_sigsys(uint64_t mask);
+// Whether the program has SIGSYS blocked after its rt_sigprocmask(how, set) (the kernel never has it
+// blocked where a trap can be raised): `before` without a set or with a bad `how`.
+bool sigsys_blocked_after(int how, const uint64_t* set, bool before);
+// A mask as the program reads it back (an old set, an old action's sa_mask): SIGSYS where it asked for it.
+uint64_t as_program_set(uint64_t mask, bool sigsys_asked);
+
+// Whether an ELF note segment's bytes hold Go's build ID note (owner "Go", type 4): the Go toolchain
+// writes it in every Go executable, whose runtime makes its system calls itself.
+bool notes_hold_go_build_id(const unsigned char* notes, size_t size);
 
 // "MAJOR.MINOR..." as gnu_get_libc_version gives it (the layer needs glibc 2.34). Not sscanf: its first
 // call in a process touches scanf's code and the locale tables, page faults of every start-up (issue 27).

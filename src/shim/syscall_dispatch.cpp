@@ -21,6 +21,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <gnu/libc-version.h>
+#include <limits.h>
 #include <link.h>
 #include <linux/sched.h>
 #include <stdint.h>
@@ -35,14 +36,16 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <type_traits>
 
 #include "core/lock.h"
 #include "core/syscall_dispatch_policy.h"
 #include "report/report.h"
+#include "report/site_stack.h"
 #include "shim/hook.h"
+#include "shim/signal_masks.h"
 #include "shim/signals_blocked_lock.h"
 #include "shim/trace.h"
+#include "shim/user_memory.h"
 
 #ifndef PR_SET_SYSCALL_USER_DISPATCH
 #define PR_SET_SYSCALL_USER_DISPATCH 59
@@ -169,10 +172,12 @@ void sync_this_thread() {
     if (__atomic_load_n(&t_dispatch, __ATOMIC_RELAXED) == wanted) return;
     __atomic_store_n(&t_dispatch, kDispatchChanging, __ATOMIC_RELAXED);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    if (wanted == kDispatchOn)
+    if (wanted == kDispatchOn) {
+      unblock_sigsys_in_this_thread();
       arm_thread();
-    else
+    } else {
       prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_OFF, 0, 0, 0);
+    }
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     __atomic_store_n(&t_dispatch, wanted, __ATOMIC_RELAXED);
   }
@@ -349,7 +354,7 @@ long perform_clone3(const Registers& r, ucontext_t* uc) {
   clone_args args{};
   size_t size = static_cast<size_t>(r.a1);
   if (size < CLONE_ARGS_SIZE_VER0 || size > sizeof args) return perform_unchanged(r);  // the kernel says
-  memcpy(&args, reinterpret_cast<const void*>(r.a0), size);
+  if (!copy_from_program(&args, reinterpret_cast<const void*>(r.a0), size)) return -EFAULT;
   CloneWay way = clone_way(args.flags, args.stack);
   if (way == CloneWay::kRefused) return refuse_raw_thread();
   uint64_t stack_top = args.stack ? args.stack + args.stack_size : 0;
@@ -384,15 +389,12 @@ long perform_io_uring_setup(const Registers& r) {
 
 // rt_sigprocmask: the handler returns to the mask in its frame, so a trapped call is applied there.
 long perform_sigprocmask(const Registers& r, ucontext_t* uc) {
-  if (r.a3 != sizeof(uint64_t)) return -EINVAL;
   uint64_t mask;
   memcpy(&mask, &uc->uc_sigmask, sizeof mask);
-  uint64_t before = mask;
-  if (!apply_sigprocmask(static_cast<int>(r.a0), reinterpret_cast<const uint64_t*>(r.a1), mask))
-    return -EINVAL;
-  if (r.a2) memcpy(reinterpret_cast<void*>(r.a2), &before, sizeof before);
+  const long result = program_rt_sigprocmask(r.a0, reinterpret_cast<const void*>(r.a1),
+                                             reinterpret_cast<void*>(r.a2), r.a3, &mask);
   memcpy(&uc->uc_sigmask, &mask, sizeof mask);
-  return 0;
+  return result;
 }
 
 // The kernel's struct sigaction on x86-64.
@@ -403,24 +405,123 @@ struct KernelSigaction {
   uint64_t mask;
 };
 
+// SIGSYS's action is the program's record while the layer holds SIGSYS; every other signal's goes to the
+// kernel without SIGSYS in its mask.
 long perform_sigaction(const Registers& r) {
   if (r.a0 != SIGSYS || r.a3 != sizeof(uint64_t) || !g_holds_sigsys.load(std::memory_order_acquire))
-    return perform_unchanged(r);
-  const auto* asked = reinterpret_cast<const KernelSigaction*>(r.a1);
-  auto* old = reinterpret_cast<KernelSigaction*>(r.a2);
+    return program_rt_sigaction(r.a0, reinterpret_cast<const void*>(r.a1), reinterpret_cast<void*>(r.a2),
+                                r.a3);
+  KernelSigaction asked{};
+  if (r.a1 && !copy_from_program(&asked, reinterpret_cast<const void*>(r.a1), sizeof asked)) return -EFAULT;
   KernelSigaction before{reinterpret_cast<void*>(g_program_action.sa_handler),
                          static_cast<unsigned long>(g_program_action.sa_flags),
                          reinterpret_cast<void*>(g_program_action.sa_restorer), 0};
   memcpy(&before.mask, &g_program_action.sa_mask, sizeof before.mask);
-  if (asked) {
+  if (r.a1) {
     struct sigaction program = {};
-    program.sa_handler = reinterpret_cast<void (*)(int)>(asked->handler);
-    program.sa_flags = static_cast<int>(asked->flags);
-    memcpy(&program.sa_mask, &asked->mask, sizeof asked->mask);
+    program.sa_handler = reinterpret_cast<void (*)(int)>(asked.handler);
+    program.sa_flags = static_cast<int>(asked.flags);
+    memcpy(&program.sa_mask, &asked.mask, sizeof asked.mask);
     g_program_action = program;
   }
-  if (old) *old = before;
+  if (r.a2 && !copy_to_program(reinterpret_cast<void*>(r.a2), &before, sizeof before)) return -EFAULT;
   return 0;
+}
+
+// The kernel's EFAULT (or ENAMETOOLONG) for a pointer the hook of `call` would read, checked before the
+// hook reads it: the paths, an openat2's open_how, the iovec arrays and the offsets of the copies. The
+// data a write sends is read by the kernel itself.
+long check_pointers(RawCall call, const Registers& r) {
+  const long* a = &r.a0;
+  auto path = [&](int i) { return check_program_string(reinterpret_cast<const char*>(a[i])); };
+  auto readable = [&](int i, size_t n) {
+    unsigned char probe[16];
+    for (size_t at = 0; at < n; at += sizeof probe) {
+      const size_t part = n - at < sizeof probe ? n - at : sizeof probe;
+      if (!copy_from_program(probe, reinterpret_cast<const unsigned char*>(a[i]) + at, part)) return -EFAULT;
+    }
+    return 0;
+  };
+  auto iovecs = [&](int i, int count) {
+    return count > 0 && count <= IOV_MAX ? readable(i, static_cast<size_t>(count) * sizeof(iovec)) : 0;
+  };
+  auto offset = [&](int i) { return a[i] ? readable(i, sizeof(off64_t)) : 0; };
+  auto either = [](long first, long second) { return first != 0 ? first : second; };
+  switch (call) {
+    case RawCall::kOpen:
+    case RawCall::kCreat:
+    case RawCall::kTruncate:
+    case RawCall::kUnlink:
+    case RawCall::kExecve:
+      return path(0);
+    case RawCall::kOpenat:
+    case RawCall::kUnlinkat:
+    case RawCall::kExecveat:
+      return path(1);
+    case RawCall::kOpenat2:
+      return either(path(1), readable(2, sizeof(open_how)));
+    case RawCall::kRename:
+      return either(path(0), path(1));
+    case RawCall::kRenameat:
+    case RawCall::kRenameat2:
+      return either(path(1), path(3));
+    case RawCall::kWritev:
+    case RawCall::kPwritev:
+    case RawCall::kPwritev2:
+      return iovecs(1, static_cast<int>(a[2]));
+    case RawCall::kSendfile:
+      return offset(2);
+    case RawCall::kCopyFileRange:
+    case RawCall::kSplice:
+      return either(offset(1), offset(3));
+    default:
+      return 0;
+  }
+}
+
+// Calls whose hooks run on the library's own per-thread stack (report/site_stack.h), not on the stack
+// the trap was raised on (a thread's stack that may be nearly full): all but those that return into the
+// handler's frame in a child (fork, clone) or change the frame itself.
+bool runs_on_own_stack(RawCall call) {
+  switch (call) {
+    case RawCall::kFork:
+    case RawCall::kClone:
+    case RawCall::kClone3:
+    case RawCall::kSigprocmask:
+    case RawCall::kSigaction:
+    case RawCall::kSigreturn:
+    case RawCall::kSigaltstack:
+      return false;
+    default:
+      return true;
+  }
+}
+
+// Whether this handler runs on the thread's alternate signal stack (its frame says where that stack is).
+// There it stays: a signal that arrives while the handler ran on another stack would be delivered at the
+// top of the alternate stack, over this handler's frame.
+bool on_alternate_stack(const ucontext_t* uc) {
+  const stack_t& alternate = uc->uc_stack;
+  if (alternate.ss_flags & SS_DISABLE) return false;
+  const auto here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  return here - reinterpret_cast<uintptr_t>(alternate.ss_sp) < alternate.ss_size;
+}
+
+// sigaltstack: the handler's return restores the alternate stack its frame saved, so a trapped call that
+// changes it is written into the frame too (a Go thread's own signal stack, set as it starts, was undone:
+// "non-Go code disabled sigaltstack"). It is performed away from the alternate stack, with every signal
+// blocked, where the handler runs on it (the kernel refuses a change made on that stack).
+long perform_sigaltstack(const Registers& r, ucontext_t* uc) {
+  long result;
+  if (on_alternate_stack(uc)) {
+    AllSignalsBlocked blocked;
+    result = run_on_site_stack([&] { return perform_unchanged(r); });
+  } else {
+    result = perform_unchanged(r);
+  }
+  stack_t now;
+  if (result == 0 && r.a0 != 0 && real_syscall(SYS_sigaltstack, nullptr, &now) == 0) uc->uc_stack = now;
+  return result;
 }
 
 long perform(const Registers& r, ucontext_t* uc) {
@@ -430,8 +531,11 @@ long perform(const Registers& r, ucontext_t* uc) {
   auto iov = [&](int i) { return reinterpret_cast<const iovec*>(a[i]); };
   auto off = [&](int i) { return reinterpret_cast<off64_t*>(a[i]); };
   auto fd = [&](int i) { return static_cast<int>(a[i]); };
-  switch (classify_raw_call(r.number)) {
+  const RawCall call = classify_raw_call(r.number);
+  if (const long bad = check_pointers(call, r)) return bad;
+  switch (call) {
     case RawCall::kPass:
+    case RawCall::kSigreturn:  // through libc's syscall(): performed as asked
       return perform_unchanged(r);
     case RawCall::kOpen:
       return kernel_result(::open(str(0), fd(1), static_cast<mode_t>(a[2])));
@@ -509,6 +613,8 @@ long perform(const Registers& r, ucontext_t* uc) {
       return perform_sigprocmask(r, uc);
     case RawCall::kSigaction:
       return perform_sigaction(r);
+    case RawCall::kSigaltstack:
+      return uc ? perform_sigaltstack(r, uc) : perform_unchanged(r);
   }
   return perform_unchanged(r);
 }
@@ -544,9 +650,15 @@ void on_sigsys(int sig, siginfo_t* info, void* context) {
   // that guard resolve it again, whose line was trapped again, until the stack ran out (SIGSEGV in every
   // program under LD_DEBUG=bindings once it held a guarded file). Signal masks and actions still take
   // their way: a mask set here is the signal frame's, and SIGSYS stays ours.
+  // The program's own restorer returning from its handler: this frame becomes the one it returns from.
+  if (__builtin_expect(call == RawCall::kSigreturn, 0)) {
+    if (!take_program_signal_frame(uc)) g[REG_RAX] = -EFAULT;
+    errno = saved_errno;
+    return;
+  }
   if (__builtin_expect(call != RawCall::kPass, 0) &&
       static_cast<uintptr_t>(g[REG_RIP]) - 1 - g_loader_text < g_loader_text_size &&
-      call != RawCall::kSigprocmask && call != RawCall::kSigaction) {
+      call != RawCall::kSigprocmask && call != RawCall::kSigaction && call != RawCall::kSigaltstack) {
     g[REG_RAX] = perform_unchanged(r);
     errno = saved_errno;
     return;
@@ -556,7 +668,9 @@ void on_sigsys(int sig, siginfo_t* info, void* context) {
     result = perform_unchanged(r);
   } else {
     ++t_raw_calls_in_progress;
-    result = perform(r, uc);
+    result = runs_on_own_stack(call) && !on_alternate_stack(uc)
+                 ? run_on_site_stack([&] { return perform(r, uc); })
+                 : perform(r, uc);
     --t_raw_calls_in_progress;
   }
   // auto: the call is performed (through its guard); with nothing left to trap this thread stops trapping.
@@ -564,6 +678,23 @@ void on_sigsys(int sig, siginfo_t* info, void* context) {
   if (__builtin_expect(!g_always, 1) && nothing_to_trap()) release_this_thread();
   g[REG_RAX] = result;
   errno = saved_errno;
+}
+
+// The main executable's notes (from its program headers, as loaded) hold Go's build ID: a dynamically
+// linked Go program (cgo) loads the library, and its runtime makes its file I/O by system calls of its own.
+bool main_program_is_go() {
+  const auto* headers = reinterpret_cast<const ElfW(Phdr)*>(getauxval(AT_PHDR));
+  const size_t count = getauxval(AT_PHNUM);
+  if (!headers) return false;
+  uintptr_t bias = 0;
+  for (size_t i = 0; i < count; ++i)
+    if (headers[i].p_type == PT_PHDR) bias = reinterpret_cast<uintptr_t>(headers) - headers[i].p_vaddr;
+  for (size_t i = 0; i < count; ++i) {
+    if (headers[i].p_type != PT_NOTE) continue;
+    const auto* notes = reinterpret_cast<const unsigned char*>(bias + headers[i].p_vaddr);
+    if (notes_hold_go_build_id(notes, headers[i].p_memsz)) return true;
+  }
+  return false;
 }
 
 void unavailable(const char* why, int error) {
@@ -587,6 +718,10 @@ void note_exclusive_create(int fd) {
 }
 
 void start_syscall_dispatch(const Config& config) {
+  if (config.syscalls == SyscallLayer::kAuto && main_program_is_go())
+    say_notice(
+        "a Go program: its file I/O is made by system calls of its own, outside libc, which "
+        "APPENDGUARD_SYSCALLS=auto does not guard; APPENDGUARD_SYSCALLS=always guards them");
   if (config.syscalls == SyscallLayer::kOff) return;
   g_syscall_function_hooked.store(true, std::memory_order_release);
   g_always = config.syscalls == SyscallLayer::kAlways;
@@ -626,7 +761,9 @@ void start_syscall_dispatch(const Config& config) {
   }
   struct sigaction ours = {};
   ours.sa_sigaction = on_sigsys;
-  ours.sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESTART;
+  // SA_ONSTACK: on a thread's alternate stack where it has one, as Go's runtime asks of every handler (a
+  // goroutine's stack has no room for a signal frame).
+  ours.sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESTART | SA_ONSTACK;
   sigemptyset(&ours.sa_mask);
   if (real_sigaction(SIGSYS, &ours, &g_program_action) != 0) {
     int error = errno;
@@ -635,10 +772,7 @@ void start_syscall_dispatch(const Config& config) {
   }
   g_holds_sigsys.store(true, std::memory_order_release);
   // Unblocked in this thread: a blocked SIGSYS from dispatch would end the process.
-  sigset_t sigsys;
-  sigemptyset(&sigsys);
-  sigaddset(&sigsys, SIGSYS);
-  real_pthread_sigmask(SIG_UNBLOCK, &sigsys, nullptr);
+  unblock_sigsys_in_this_thread();
   g_state.store(static_cast<int>(LayerState::kArmed), std::memory_order_release);
   // Descriptors adopted across exec were tracked before the callback was set: this thread took them.
   if (g_files.any_live_file()) g_any_live_file.store(true, std::memory_order_relaxed);
@@ -681,21 +815,25 @@ using namespace appendguard;
 // ---- Hooks: libc's syscall(); threads are armed as they start; SIGSYS stays the layer's ----
 
 // libc's syscall(): its instruction is in libc's text, so never trapped; a call of interest goes the
-// handler's way (without a signal frame: a fork-like clone with a stack of its own, rt_sigprocmask and
-// rt_sigaction are performed unchanged). Its variadic arguments are read as the six integer registers
-// they travel in on x86-64 (as the open hooks read their mode). Our own calls of syscall() pass through.
+// handler's way (without a signal frame: a fork-like clone with a stack of its own and rt_sigreturn are
+// performed unchanged; rt_sigprocmask applies to this thread's mask). Its variadic arguments are read as the
+// six integer registers they travel in on x86-64 (as the open hooks read their mode). Our own calls of
+// syscall() pass through.
 APPENDGUARD_HOOK long syscall_hook(long number, long a0, long a1, long a2, long a3, long a4,
                                    long a5) __asm__("syscall");
 long syscall_hook(long number, long a0, long a1, long a2, long a3, long a4, long a5) {
   RawCall call = classify_raw_call(number);
   if (__builtin_expect(call == RawCall::kPass, 1) ||
       !g_syscall_function_hooked.load(std::memory_order_acquire) || InternalScope::active() ||
-      t_raw_calls_in_progress > 0 || call == RawCall::kSigprocmask || call == RawCall::kSigaction ||
-      (call == RawCall::kClone && a1 != 0) || call == RawCall::kClone3)
+      t_raw_calls_in_progress > 0 || (call == RawCall::kClone && a1 != 0) || call == RawCall::kClone3 ||
+      call == RawCall::kSigreturn)
     return real_syscall(number, a0, a1, a2, a3, a4, a5);
   Registers r{number, a0, a1, a2, a3, a4, a5};
   ++t_raw_calls_in_progress;
-  long result = perform(r, nullptr);
+  long result = call == RawCall::kSigprocmask
+                    ? program_rt_sigprocmask(a0, reinterpret_cast<const void*>(a1),
+                                             reinterpret_cast<void*>(a2), a3, nullptr)
+                    : perform(r, nullptr);
   --t_raw_calls_in_progress;
   if (result < 0 && result > -4096) {
     errno = static_cast<int>(-result);
@@ -718,21 +856,6 @@ void* start_armed(void* data) {
   return start.routine(start.argument);
 }
 
-// TSan's runtime calls the next sigaction (ours, found by its dlsym) while it initializes, before it can
-// take the function-entry events its instrumentation emits (a TSan build of the library segfaulted in
-// every program). Under TSan these hooks are uninstrumented pass-throughs: the layer is off under
-// sanitizer runtimes anyway (arm_syscall_dispatch), so the program's SIGSYS needs no bookkeeping there.
-#if defined(__SANITIZE_THREAD__)
-#define APPENDGUARD_NOT_UNDER_TSAN __attribute__((no_sanitize_thread))
-#define APPENDGUARD_PASS_THROUGH_UNDER_TSAN(Type, name, ...)                       \
-  static std::type_identity_t<Type> next_##name = nullptr;                         \
-  if (!next_##name) next_##name = reinterpret_cast<Type>(dlsym(RTLD_NEXT, #name)); \
-  return next_##name(__VA_ARGS__)
-#else
-#define APPENDGUARD_NOT_UNDER_TSAN
-#define APPENDGUARD_PASS_THROUGH_UNDER_TSAN(Type, name, ...)
-#endif
-
 }  // namespace
 
 APPENDGUARD_HOOK int pthread_create(pthread_t* thread, const pthread_attr_t* attributes,
@@ -746,45 +869,4 @@ APPENDGUARD_HOOK int pthread_create(pthread_t* thread, const pthread_attr_t* att
   int result = real_pthread_create(thread, attributes, start_armed, start);
   if (result != 0) free(start);
   return result;
-}
-
-APPENDGUARD_HOOK APPENDGUARD_NOT_UNDER_TSAN int sigaction(int sig, const struct sigaction* action,
-                                                          struct sigaction* old) {
-  APPENDGUARD_PASS_THROUGH_UNDER_TSAN(int (*)(int, const struct sigaction*, struct sigaction*), sigaction,
-                                      sig, action, old);
-  if (sig == SIGSYS && program_sigsys_action(action, old)) return 0;
-  return real_sigaction(sig, action, old);
-}
-
-APPENDGUARD_HOOK APPENDGUARD_NOT_UNDER_TSAN __sighandler_t signal(int sig, __sighandler_t handler) {
-  APPENDGUARD_PASS_THROUGH_UNDER_TSAN(__sighandler_t(*)(int, __sighandler_t), signal, sig, handler);
-  if (sig == SIGSYS) {
-    struct sigaction action = {};
-    action.sa_handler = handler;
-    action.sa_flags = SA_RESTART;  // glibc's signal(): BSD semantics
-    struct sigaction old = {};
-    if (program_sigsys_action(&action, &old)) return old.sa_handler;
-  }
-  return real_signal(sig, handler);
-}
-
-// A thread that blocks every signal (sigfillset, common in worker threads) keeps SIGSYS: dispatch's SIGSYS
-// cannot wait, and the kernel would end the process.
-APPENDGUARD_HOOK APPENDGUARD_NOT_UNDER_TSAN int pthread_sigmask(int how, const sigset_t* set, sigset_t* old) {
-  APPENDGUARD_PASS_THROUGH_UNDER_TSAN(int (*)(int, const sigset_t*, sigset_t*), pthread_sigmask, how, set,
-                                      old);
-  if (__builtin_expect(!armed(), 1) || !set || how == SIG_UNBLOCK || !sigismember(set, SIGSYS))
-    return real_pthread_sigmask(how, set, old);
-  sigset_t kept = *set;
-  sigdelset(&kept, SIGSYS);
-  return real_pthread_sigmask(how, &kept, old);
-}
-
-APPENDGUARD_HOOK APPENDGUARD_NOT_UNDER_TSAN int sigprocmask(int how, const sigset_t* set, sigset_t* old) {
-  APPENDGUARD_PASS_THROUGH_UNDER_TSAN(int (*)(int, const sigset_t*, sigset_t*), sigprocmask, how, set, old);
-  if (__builtin_expect(!armed(), 1) || !set || how == SIG_UNBLOCK || !sigismember(set, SIGSYS))
-    return real_sigprocmask(how, set, old);
-  sigset_t kept = *set;
-  sigdelset(&kept, SIGSYS);
-  return real_sigprocmask(how, &kept, old);
 }

@@ -2,6 +2,8 @@
 #include <signal.h>
 #include <sys/syscall.h>
 
+#include <cstring>
+
 #include <catch2/catch.hpp>
 
 #include "core/syscall_dispatch_policy.h"
@@ -63,6 +65,39 @@ TEST_CASE("a trapped rt_sigprocmask is applied to the mask, never blocking SIGSY
   CHECK(apply_sigprocmask(42, nullptr, mask));  // without a set the kernel reads no `how`
   CHECK(mask == bit(SIGUSR1));
   CHECK(without_sigsys(bit(SIGSYS) | bit(SIGINT)) == bit(SIGINT));
+}
+
+TEST_CASE("the program reads back the SIGSYS it asked to block, which the kernel never has") {
+  const uint64_t with = bit(SIGSYS) | bit(SIGINT);
+  const uint64_t without = bit(SIGINT);
+  CHECK(sigsys_blocked_after(SIG_BLOCK, &with, false));
+  CHECK(sigsys_blocked_after(SIG_BLOCK, &without, true));
+  CHECK_FALSE(sigsys_blocked_after(SIG_BLOCK, &without, false));
+  CHECK_FALSE(sigsys_blocked_after(SIG_UNBLOCK, &with, true));
+  CHECK(sigsys_blocked_after(SIG_UNBLOCK, &without, true));
+  CHECK(sigsys_blocked_after(SIG_SETMASK, &with, false));
+  CHECK_FALSE(sigsys_blocked_after(SIG_SETMASK, &without, true));
+  CHECK(sigsys_blocked_after(SIG_SETMASK, nullptr, true));  // a read: nothing changes
+  CHECK(sigsys_blocked_after(42, &without, true));          // EINVAL: nothing changes
+  CHECK(as_program_set(without, true) == with);
+  CHECK(as_program_set(without, false) == without);
+  CHECK(has_sigsys(with));
+  CHECK_FALSE(has_sigsys(without));
+  CHECK(classify_raw_call(SYS_rt_sigreturn) == RawCall::kSigreturn);
+}
+
+TEST_CASE("Go's build ID note is found among an executable's notes") {
+  // A GNU build ID note (name "GNU", type 3, 4 bytes), then Go's (name "Go", type 4, 6 bytes).
+  const unsigned char notes[] = {4, 0, 0,   0,   4, 0, 0,   0,   3,   0,   0,   0,   'G', 'N', 'U',
+                                 0, 1, 2,   3,   4, 3, 0,   0,   0,   6,   0,   0,   0,   4,   0,
+                                 0, 0, 'G', 'o', 0, 0, 'a', 'b', 'c', 'd', 'e', 'f', 0,   0};
+  CHECK(notes_hold_go_build_id(notes, sizeof notes));
+  CHECK_FALSE(notes_hold_go_build_id(notes, 20));  // the GNU note alone
+  CHECK_FALSE(notes_hold_go_build_id(notes, 30));  // Go's cut short
+  unsigned char bad[sizeof notes];
+  memcpy(bad, notes, sizeof notes);
+  bad[20] = 0xff;  // a name size past the end
+  CHECK_FALSE(notes_hold_go_build_id(bad, sizeof bad));
 }
 
 TEST_CASE("parse_libc_version reads MAJOR.MINOR as sscanf(\"%u.%u\") did") {

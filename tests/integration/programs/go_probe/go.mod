@@ -1,0 +1,3 @@
+module go_probe
+
+go 1.19
