@@ -21,6 +21,8 @@ APPENDGUARD_PACKAGES+=(libcli11-dev chromium)
 # librust-rustix-dev: rustix's sources for cargo, offline (integration.test_raw_syscalls_rustix and
 # `scripts/bench raw`, whose tcmalloc workload also wants libgoogle-perftools4, not installed here).
 APPENDGUARD_PACKAGES+=(librust-rustix-dev)
+# python3-hypothesis: the differential exerciser's generator and shrinker (tests/exerciser, scripts/exercise).
+APPENDGUARD_PACKAGES+=(python3-hypothesis)
 
 say() { printf '==> %s\n' "$*"; }
 
