@@ -47,6 +47,10 @@ from operations import INITIAL_FILES, sequences  # noqa: E402
 from rclone_mount import RCLONE, rclone_mounted  # noqa: E402
 
 CASES = os.path.join(HERE, "cases")
+# Failures found and not fixed yet, each with why (docs/reliability.md lists them): a failure of the same
+# store, configuration, verdict and first differing operation is counted and shown, and does not fail
+# the run; every other failure does.
+KNOWN = os.path.join(HERE, "known_failures.json")
 DRIVER = os.environ.get("APPENDGUARD_EXERCISER_DRIVER", "")
 CLIENT = os.environ.get("APPENDGUARD_CLIENT_PYTHON", "")
 # rclone waits --vfs-write-wait (1 s) for a missing earlier write before an out-of-order write fails; the
@@ -164,7 +168,7 @@ class Exerciser:
     def __init__(self, store, site, local_site, configs):
         self.store, self.site, self.local_site, self.configs = store, site, local_site, configs
         self.local_cache = {}
-        self.counts = {c: collections.Counter() for c in configs}
+        self.counts = collections.defaultdict(collections.Counter, {c: collections.Counter() for c in configs})
         self.failures = {}  # (config, verdict, operation) -> details of the smallest failing sequence
         self.sequences = 0
         self.started = time.monotonic()
@@ -200,7 +204,7 @@ class Exerciser:
                 old = self.failures.get(key)
                 if old is None or (len(ops), ops) < (len(old["ops"]), old["ops"]):
                     self.failures[key] = details
-                if self.first_failure is None:
+                if self.first_failure is None and source == "generated":
                     self.first_failure = time.monotonic() - self.started
                 found.append((key, details))
         return found
@@ -220,7 +224,8 @@ class Exerciser:
         @hypothesis_seed(seed)
         @given(sequences(max_size))
         def search(ops):
-            found = self.check(ops, seed=seed)
+            # A known failure is counted without stopping the search (Hypothesis stops soon after a failure).
+            found = [(k, d) for k, d in self.check(ops, seed=seed) if not known_why(self.store, k, KNOWN_FAILURES)]
             if found:
                 key, details = found[0]
                 raise failure_type(key)(json.dumps(details))
@@ -241,6 +246,23 @@ def kept_cases():
                 case["file"] = name
                 out.append(case)
     return out
+
+
+def known_failures():
+    with open(KNOWN) as f:
+        return json.load(f)
+
+
+KNOWN_FAILURES = known_failures()
+
+
+def known_why(store, key, known):
+    config, verdict, operation = key
+    for entry in known:
+        if (store in entry["stores"] or entry["stores"] == ["*"]) and entry["config"] in (config, "*") and \
+                entry["verdict"] == verdict and entry["operation"] in (operation, "*"):
+            return entry["why"]
+    return None
 
 
 def keep(details):
@@ -279,6 +301,7 @@ def parse_arguments(argv):
     parser.add_argument("--replay-only", action="store_true", help="only the kept cases")
     parser.add_argument("--keep", action="store_true", help="write each distinct failure into cases/")
     parser.add_argument("--json", help="write the counts here")
+    parser.add_argument("--ops", help="judge only this sequence (operations separated by ';') and show it")
     args = parser.parse_args(argv)
     stores = list(STORES) if "all" in args.store or not args.store else args.store
     configs = list(CONFIGS) if "all" in args.config else (args.config or ["defaults"])
@@ -298,10 +321,16 @@ def exercise_store(store, args, root, endpoint, local_site):
     """Replays the kept cases and searches on one store; returns its Exerciser."""
     with mounted(store, root, endpoint) as site:
         ex = Exerciser(store, site, local_site, args.config)
-        for case in kept_cases():
+        for case in [] if args.ops else kept_cases():
             for key, details in ex.check(case["ops"], configs=[case.get("config", "defaults")],
                                          seed=case.get("seed"), source=f"kept case {case['file']}"):
                 ex.failures[key] = details
+        if args.ops:
+            ops = [op.strip() for op in args.ops.split(";") if op.strip()]
+            for config in args.config:
+                ex.check(ops, configs=[config], source="--ops")
+                print(f"{store} [{config}]: " + ", ".join(v for v, n in ex.counts[config].items() if n))
+            return ex
         if args.replay_only:
             return ex
         seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
@@ -347,9 +376,16 @@ def main(argv=None):
             summary[store] = {"sequences": ex.sequences, "counts": {c: dict(n) for c, n in ex.counts.items()},
                               "first_failure_seconds": ex.first_failure,
                               "failures": sorted("/".join(k) for k in ex.failures)}
+            known = KNOWN_FAILURES
+            summary[store]["known"] = []
             for key in sorted(ex.failures):
-                failed = True
                 details = ex.failures[key]
+                why = known_why(store, key, known)
+                if why:
+                    summary[store]["known"].append("/".join(key))
+                    print(f"  known, not fixed yet: {store} {'/'.join(key)}: {why}")
+                    continue
+                failed = True
                 print(describe(details))
                 if args.keep and details["source"] == "generated":
                     print(f"    kept as cases/{keep(details)}")

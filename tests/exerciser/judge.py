@@ -44,11 +44,11 @@ def failed(line):
     return line is not None and line.split()[0] == "-1"
 
 
-def kept_bytes(name, before, lib, references):
-    """A file keeps the bytes it had when the first differing call was made (perhaps with more after), or it
-    holds what a reference run left."""
+def kept_bytes(name, states, lib, references):
+    """A file keeps the bytes it had before the sequence or when the first differing call was made (perhaps
+    with more after), or it holds what a reference run left."""
     now = lib.files.get(name)
-    if name not in before or now is not None and now.startswith(before[name]):
+    if any(name not in before or now is not None and now.startswith(before[name]) for before in states):
         return True
     return any(now == ref.files.get(name) for ref in references)
 
@@ -70,8 +70,8 @@ def judge(ops, local, plain, lib, files_after, refusing_named=False):
     first = first_difference(lib.results, local.results)
     name = operation_name(ops, first)
     references = [local] + ([plain] if plain.status == 0 else [])
-    before = files_after(len(ops) if first is None else first)
-    if any(not kept_bytes(f, before, lib, references) for f in files_after(0)):
+    states = (files_after(0), files_after(len(ops) if first is None else first))
+    if any(not kept_bytes(f, states, lib, references) for f in states[0]):
         return "destroyed", name
     loud = first is not None and failed(lib.results[first]) and lib.loud_at(first)
     if same_run(plain, local) and not (loud and refusing_named):
