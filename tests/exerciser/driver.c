@@ -29,7 +29,9 @@ static int slots[kSlots];
 static unsigned char buffer[kMaxLength];
 static sigjmp_buf on_fault;
 
-static void fault(int signal_number) { siglongjmp(on_fault, signal_number); }
+static void fault(int signal_number) {
+  siglongjmp(on_fault, signal_number);
+}
 
 // The bytes the index-th operation writes: distinct per operation, so that misplaced bytes show.
 static void fill(size_t length, int index) {
@@ -162,7 +164,8 @@ static long perform(char** a, int n, int index, char* detail) {
     int fd = slot(ARG(1));
     size_t length = (size_t)NUM(2);
     if (length > kMaxLength) length = kMaxLength;
-    long r = name[0] == 'p' ? (raw ? syscall(SYS_pread64, fd, buffer, length, NUM(3)) : pread(fd, buffer, length, NUM(3)))
+    long r = name[0] == 'p' ? (raw ? syscall(SYS_pread64, fd, buffer, length, NUM(3))
+                                   : pread(fd, buffer, length, NUM(3)))
                             : (raw ? syscall(SYS_read, fd, buffer, length) : read(fd, buffer, length));
     if (r >= 0) sprintf(detail, "sum=%08x", checksum(buffer, r));
     return r;
@@ -175,7 +178,8 @@ static long perform(char** a, int n, int index, char* detail) {
   }
   if (strcmp(name, "ftruncate") == 0)
     return raw ? syscall(SYS_ftruncate, slot(ARG(1)), NUM(2)) : ftruncate(slot(ARG(1)), NUM(2));
-  if (strcmp(name, "truncate") == 0) return raw ? syscall(SYS_truncate, ARG(1), NUM(2)) : truncate(ARG(1), NUM(2));
+  if (strcmp(name, "truncate") == 0)
+    return raw ? syscall(SYS_truncate, ARG(1), NUM(2)) : truncate(ARG(1), NUM(2));
   if (strcmp(name, "fallocate") == 0) {
     int mode = fallocate_mode(ARG(2));
     return raw ? syscall(SYS_fallocate, slot(ARG(1)), mode, NUM(3), NUM(4))
