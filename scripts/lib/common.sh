@@ -23,6 +23,8 @@ APPENDGUARD_PACKAGES+=(libcli11-dev chromium)
 APPENDGUARD_PACKAGES+=(librust-rustix-dev)
 # test_go_programs builds a cgo-linked Go probe (the raw-call layer under Go's runtime).
 APPENDGUARD_PACKAGES+=(golang-go)
+# python3-hypothesis: the differential exerciser's generator and shrinker (tests/exerciser, scripts/exercise).
+APPENDGUARD_PACKAGES+=(python3-hypothesis)
 
 say() { printf '==> %s\n' "$*"; }
 

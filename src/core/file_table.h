@@ -100,7 +100,7 @@ struct OpenSite {
   bool reused_held = false;   // answered with a held session's descriptor (write-once stores)
   // A read-write open on a store whose cache takes writes anywhere (rclone --vfs-cache-mode minimal), of
   // a file no pattern names: its writes below the end go through as on a local disk (looked at only on
-  // the refused path, guard_write.h); size changes keep their rules.
+  // the refused path, guard_write.h), and so do its truncations and preallocations (guard_size.h).
   bool writes_in_place = false;
   pid_t pid = 0;
   pid_t tid = 0;

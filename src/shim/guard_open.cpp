@@ -205,8 +205,7 @@ void decide_open(const OpenRequest& request, OpenDecision& decision) {
       // rclone --vfs-cache-mode minimal serves a read-write or appending open from its cache (sqlite,
       // zipfile's mode "a", `tar -r`, "r+b" writes in place, two processes appending all work there
       // without the library): kept as asked, tracked, never held; the writes below the end of a file no
-      // pattern names go through (a named one's are refused as anywhere), size changes keep their rules
-      // (rclone drops a shrink of such a handle).
+      // pattern names go through (a named one's are refused as anywhere), and so do its size changes.
       if (decision.facts.caches_read_write &&
           ((request.flags & O_ACCMODE) == O_RDWR || (request.flags & O_APPEND))) {
         decision.flags = request.flags;

@@ -77,6 +77,24 @@ APPENDGUARD_SLOW_PATH int empty_by_truncation(const char* operation, int fd, Des
   return result;
 }
 
+// The resize sent as asked; the tracked end follows it when it succeeds.
+template <typename Perform>
+APPENDGUARD_SLOW_PATH int passed_on_resize(const char* operation, int fd, Description* d,
+                                           const Resize& resize, uint64_t end, Perform&& perform) {
+  int result = perform();
+  int error = resize.returns_error ? result : errno;
+  if (result == 0) {
+    if (HeldFile file(fd, d); file) file->end_of_file = end_after_resize(resize, file->end_of_file);
+  }
+  if (tracing()) {
+    trace(operation, fd, d->path, result == 0 ? 0 : -1, error, "offset=%lld length=%lld (end was %llu)",
+          static_cast<long long>(resize.offset), static_cast<long long>(resize.length),
+          static_cast<unsigned long long>(end));
+  }
+  if (!resize.returns_error) errno = error;
+  return result;
+}
+
 template <typename Perform>
 APPENDGUARD_SLOW_PATH int guarded_resize(const char* operation, int fd, Description* d, const Resize& resize,
                                          Perform&& perform) {
@@ -91,6 +109,12 @@ APPENDGUARD_SLOW_PATH int guarded_resize(const char* operation, int fd, Descript
     reserved = file->reserved_size;
   }
   const bool enforce = g_config->mode == Mode::kEnforce;
+  // A descriptor served by a store's read-write cache (rclone --vfs-cache-mode minimal, an O_RDWR or
+  // O_APPEND open of a file no pattern names): the store grows, shrinks, empties and preallocates it by
+  // itself, as a local disk does, so the call is passed on rather than deferred or refused (a deferred grow
+  // left the store's file short: an in-file copy_file_range then copied nothing, a mapped read raised
+  // SIGBUS).
+  if (enforce && d->site.writes_in_place) return passed_on_resize(operation, fd, d, resize, end, perform);
   // A spooled file (shim/spool.h) whose reservation does not fit in the spool: ENOSPC, with one line.
   if (enforce && any_spooled() && !spool_room_for(fd, d, end_after_resize(resize, end))) {
     if (resize.returns_error) return ENOSPC;
@@ -138,27 +162,23 @@ APPENDGUARD_SLOW_PATH int guarded_resize(const char* operation, int fd, Descript
         violation_on(operation, fd, d, end, why).with_offset(allocates ? resize.offset : resize.length);
     if (allocates) v.with_count(static_cast<uint64_t>(resize.length));
     v.fixed_by_enforce = deferrable && !enforce;
-    if (!raise_violation(v)) {
-      // A writer in place whose resize was refused (rclone minimal drops a shrink silently anyway) would
-      // leave a file with a stale tail (`dd seek=N` without conv=notrunc): its writes below the end are
-      // refused from now on.
-      if (d->site.writes_in_place) {
-        if (HeldFile file(fd, d); file) d->site.writes_in_place = false;
-      }
-      return resize.returns_error ? errno : -1;
-    }
+    if (!raise_violation(v)) return resize.returns_error ? errno : -1;
   }
-  int result = perform();
-  int error = resize.returns_error ? result : errno;
-  if (result == 0) {
-    if (HeldFile file(fd, d); file) file->end_of_file = end_after_resize(resize, file->end_of_file);
+  return passed_on_resize(operation, fd, d, resize, end, perform);
+}
+
+// Whether every descriptor this process has on the file is served by the store's read-write cache
+// (Description::site.writes_in_place): the store then empties the file by name as well, with no upload of
+// ours to drop.
+inline bool only_cached_descriptors(dev_t device, ino_t inode) {
+  int fds[16];
+  size_t count = g_files.descriptors_of_file(device, inode, fds, 16);
+  if (count == 0 || count > 16) return false;
+  for (size_t i = 0; i < count; i++) {
+    Description* d = g_files.lookup(fds[i]);
+    if (!d || !d->site.writes_in_place) return false;
   }
-  if (tracing()) {
-    trace(operation, fd, d->path, result == 0 ? 0 : -1, error, "offset=%lld length=%lld",
-          static_cast<long long>(resize.offset), static_cast<long long>(resize.length));
-  }
-  if (!resize.returns_error) errno = error;
-  return result;
+  return true;
 }
 
 template <typename Perform>
@@ -177,11 +197,12 @@ APPENDGUARD_SLOW_PATH int guarded_truncate(const char* operation, const char* fu
   }
   // Emptied by name (`truncate(p, 0)`), as by an O_TRUNC open: passed on, except on a write-once store
   // while a descriptor of this process writes the file (written anew at its open, or a session: the
-  // store would drop the upload); a session held after the program's close is committed first. A store's
-  // refusal is reported as it came.
+  // store would drop the upload) other than one the store's cache serves; a session held after the
+  // program's close is committed first. A store's refusal is reported as it came.
   const bool empties =
       !is_noop && length == 0 && g_config->mode == Mode::kEnforce &&
-      (store_kind_of(full_path) != StoreKind::kWriteOnce || !g_files.tracks_file(st.st_dev, st.st_ino));
+      (store_kind_of(full_path) != StoreKind::kWriteOnce || !g_files.tracks_file(st.st_dev, st.st_ino) ||
+       only_cached_descriptors(st.st_dev, st.st_ino));
   if (empties && any_held_sessions()) commit_held_file(st.st_dev, st.st_ino, "before its truncation to 0");
   if (!is_noop && !empties) {
     Violation v =
