@@ -116,6 +116,19 @@ build_appendguard() {
   cmake --build "$APPENDGUARD_BUILD" -j"$(nproc)" >/dev/null
 }
 
+# make's "[ 42%] ..." lines as one line per tenth done (read line by line: mawk would wait for a block).
+show_tenths() {
+  local line percent shown=0
+  while IFS= read -r line; do
+    [[ $line =~ ^\[\ *([0-9]+)%\] ]] || continue
+    percent=${BASH_REMATCH[1]}
+    if ((percent >= shown + 10)); then
+      shown=$((percent - percent % 10))
+      echo "    $shown% built"
+    fi
+  done
+}
+
 # The demo's build: the library, the launcher and appendonlyfs, no tests, with a line per tenth done
 # (the whole output in build/demo-build.log).
 build_demo_targets() {
@@ -125,8 +138,7 @@ build_demo_targets() {
   cmake -S "$APPENDGUARD_REPO" -B "$APPENDGUARD_BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DAPPENDGUARD_BUILD_TESTS=OFF >"$log" 2>&1 || { cat "$log" >&2; return 1; }
   if ! cmake --build "$APPENDGUARD_BUILD" -j"$(nproc)" --target appendguard appendguard_cli appendonlyfs 2>&1 |
-    tee -a "$log" | awk '/^\[ *[0-9]+%\]/ { p = int(substr($0, 2, 3)); if (p >= shown + 10) {
-      shown = p - p % 10; printf "    %d%% built\n", shown; fflush() } }'; then
+    tee -a "$log" | show_tenths; then
     tail -n 40 "$log" >&2
     return 1
   fi
