@@ -54,9 +54,9 @@ install_missing_packages() {
 APPENDGUARD_CLIENT_REQUIREMENTS=(torch==2.13.0 "safetensors>=0.8,<0.9" "transformers>=5,<6" numpy "moto[server]"
   "accelerate>=1.10,<2" "deepspeed>=0.18,<0.20" "ray>=2.50,<3")
 APPENDGUARD_CLIENT_IMPORTS="import torch, safetensors, transformers, numpy, moto.server, accelerate, deepspeed, ray"
-# The demo's (scripts/demo): PyTorch's dcp.save and safetensors only.
-APPENDGUARD_DEMO_REQUIREMENTS=(torch==2.13.0 "safetensors>=0.8,<0.9")
-APPENDGUARD_DEMO_IMPORTS="import torch, safetensors"
+# The demo's (scripts/demo): PyTorch's dcp.save (which needs numpy) and safetensors only.
+APPENDGUARD_DEMO_REQUIREMENTS=(torch==2.13.0 "safetensors>=0.8,<0.9" numpy)
+APPENDGUARD_DEMO_IMPORTS="import torch, safetensors, numpy"
 APPENDGUARD_CLIENT_PYTHON=""
 
 # Prepares the Python that runs the real-client tests (tests/realclients) and sets
