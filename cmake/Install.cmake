@@ -9,3 +9,15 @@ if(NOT SKBUILD)  # a wheel carries its licence in its metadata (pyproject.toml)
   install(FILES ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR}
           COMPONENT runtime)
 endif()
+# The man page, appendguard(1), and the documents the messages name (docs/*.md). A wheel puts the page in
+# its data directory (<prefix>/share/man/man1, where `man` looks beside <prefix>/bin) and the documents in
+# the package (appendguard/docs).
+file(GLOB APPENDGUARD_DOCS ${PROJECT_SOURCE_DIR}/docs/*.md)
+if(SKBUILD)
+  install(FILES ${PROJECT_SOURCE_DIR}/docs/appendguard.1 DESTINATION ${SKBUILD_DATA_DIR}/share/man/man1
+          COMPONENT runtime)
+  install(FILES ${APPENDGUARD_DOCS} DESTINATION docs COMPONENT runtime)
+else()
+  install(FILES ${PROJECT_SOURCE_DIR}/docs/appendguard.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT runtime)
+  install(FILES ${APPENDGUARD_DOCS} DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs COMPONENT runtime)
+endif()

@@ -61,7 +61,7 @@ std::string run_usage() {
       "it\n"
       "starts.\n";
 
-  text += "\nenvironment (docs/reference.md):\n";
+  text += "\nenvironment (man appendguard; docs/reference.md):\n";
   for (const Variable& v : known_variables()) {
     if (v.kind != VariableKind::kSetting) continue;
     text += option_line(v.name, v.help, 28);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "cli/binary_check.h"
+#include "cli/doctor_output.h"
 #include "cli/input_file.h"
 #include "cli/launch_options.h"
 #include "cli/mount_probe.h"
@@ -35,7 +37,7 @@ constexpr const char* kVersion = "appendguard 0.1.0";
 
 constexpr const char* kUsage =
     "usage: appendguard run [OPTIONS] -- COMMAND [ARGS...]\n"
-    "       appendguard doctor [COMMAND | DIR]\n"
+    "       appendguard doctor [--json] [COMMAND | DIR]\n"
     "       appendguard report [--json] [--html OUT.html] LOG... (or - for standard input)\n"
     "       appendguard --help | -V | --version\n"
     "       appendguard SUBCOMMAND --help\n"
@@ -47,12 +49,27 @@ constexpr const char* kUsage =
     "        --html OUT.html: a page with a timeline of every guarded file's operations.\n";
 
 constexpr const char* kDoctorUsage =
-    "usage: appendguard doctor [COMMAND | DIR]\n"
+    "usage: appendguard doctor [--json] [COMMAND | DIR]\n"
     "Checks the library, the effective configuration (from the environment) and that interposition works\n"
     "here. With COMMAND (found in PATH; #! scripts and pyenv-style shims are followed to the program they\n"
     "run): whether the library can reach it. With DIR: the mount under DIR (type, source, options), a probe\n"
-    "of each append-only rule with a scratch file in DIR, and the settings it recommends.\n"
+    "of each append-only rule with a scratch file in DIR, what the library does about each, and the\n"
+    "settings it recommends. --json: the same facts as one JSON object.\n"
     "Exit status: 0 all good, 1 problems found, 2 bad arguments.\n";
+
+// printf into a std::string (doctor's lines).
+__attribute__((format(printf, 1, 2))) std::string strf(const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  va_list again;
+  va_copy(again, args);
+  int size = std::vsnprintf(nullptr, 0, format, args);
+  va_end(args);
+  std::string out(size > 0 ? static_cast<size_t>(size) : 0, '\0');
+  if (size > 0) std::vsnprintf(out.data(), out.size() + 1, format, again);
+  va_end(again);
+  return out;
+}
 
 std::string self_path() {
   char buf[PATH_MAX];
@@ -214,24 +231,26 @@ int syscall_dispatch_error() {
   return WEXITSTATUS(status);
 }
 
-void print_syscall_layer() {
+void print_syscall_layer(DoctorOutput& out) {
   const char* setting = getenv("APPENDGUARD_SYSCALLS");
   std::string value = setting && *setting ? setting : "auto";
   if (value == "off") {
-    std::printf("raw syscalls:   not covered (APPENDGUARD_SYSCALLS=off)\n");
+    out.field("raw syscalls", "not covered (APPENDGUARD_SYSCALLS=off)");
     return;
   }
   int error = syscall_dispatch_error();
   if (error == 0) {
-    std::printf("raw syscalls:   covered %s (Syscall User Dispatch can be armed here)\n",
-                value == "always" ? "from start-up"
-                                  : "in the threads that open or create guarded files, while one is open");
+    out.field(
+        "raw syscalls",
+        strf("covered %s (Syscall User Dispatch can be armed here)",
+             value == "always" ? "from start-up"
+                               : "in the threads that open or create guarded files, while one is open"));
   } else {
-    std::printf(
-        "raw syscalls:   NOT covered: prctl(PR_SET_SYSCALL_USER_DISPATCH) fails with %s (%s); calls "
-        "through libc are\n",
-        errno_name(error),
-        error == EINVAL ? "Linux 5.11+ is needed" : "refused by a seccomp policy or a sandbox");
+    out.field(
+        "raw syscalls",
+        strf("NOT covered: prctl(PR_SET_SYSCALL_USER_DISPATCH) fails with %s (%s); calls through libc are",
+             errno_name(error),
+             error == EINVAL ? "Linux 5.11+ is needed" : "refused by a seccomp policy or a sandbox"));
   }
 }
 
@@ -294,29 +313,29 @@ std::string pyenv_target(const std::string& script) {
   return is_file(path) ? path : std::string();
 }
 
-void print_configuration(const ConfigResult& result, int& problems) {
+void print_configuration(DoctorOutput& out, const ConfigResult& result, int& problems) {
   if (!result.ok()) {
-    std::printf("configuration:  %s\n", result.error.c_str());
+    out.field("configuration", result.error);
     ++problems;
     return;
   }
   const Config& c = result.config;
   std::string paths = getenv("APPENDGUARD_PATHS") ? getenv("APPENDGUARD_PATHS") : "*.safetensors";
   const char* fs = getenv("APPENDGUARD_FS");
-  std::printf("configuration:  valid; as `appendguard run` would start a program:\n");
-  std::printf("  mode %s, paths %s, on violation %s (%s), log %s\n", mode_name(c.mode), paths.c_str(),
-              action_name(c.on_violation), errno_name(c.violation_errno), c.log_target.c_str());
-  std::printf("  mounts %s, reopen %s, prealloc %s, trace %s, summary %s, backtrace %d, python stack %s\n",
-              fs ? fs : "known", reopen_name(c.reopen), c.prealloc == Prealloc::kRefuse ? "refuse" : "defer",
-              c.trace ? "on" : "off", c.summary ? "on" : "off", c.backtrace_frames,
-              c.python_stack ? "on" : "off");
+  out.field("configuration", "valid; as `appendguard run` would start a program:");
+  out.detail(strf("  mode %s, paths %s, on violation %s (%s), log %s", mode_name(c.mode), paths.c_str(),
+                  action_name(c.on_violation), errno_name(c.violation_errno), c.log_target.c_str()));
+  out.detail(strf("  mounts %s, reopen %s, prealloc %s, trace %s, summary %s, backtrace %d, python stack %s",
+                  fs ? fs : "known", reopen_name(c.reopen),
+                  c.prealloc == Prealloc::kRefuse ? "refuse" : "defer", c.trace ? "on" : "off",
+                  c.summary ? "on" : "off", c.backtrace_frames, c.python_stack ? "on" : "off"));
   for (const std::string& notice : result.notices) {
-    std::printf("  PROBLEM: %s\n", notice.c_str());
+    out.detail("  PROBLEM: " + notice);
     ++problems;
   }
 }
 
-int doctor_directory(const std::string& dir, const std::string& library, Reopen reopen) {
+int doctor_directory(DoctorOutput& out, const std::string& dir, const std::string& library, Reopen reopen) {
   char resolved[PATH_MAX];
   if (!realpath(dir.c_str(), resolved)) {
     std::fprintf(stderr, "appendguard doctor: cannot resolve '%s': %s\n", dir.c_str(), std::strerror(errno));
@@ -331,60 +350,84 @@ int doctor_directory(const std::string& dir, const std::string& library, Reopen 
   }
   MountInfo mount;
   if (!mountinfo.ok || !mount_of(mountinfo.data, resolved, mount)) {
-    std::printf("mount:          unknown (/proc/self/mountinfo: %s)\n",
-                mountinfo.ok ? "no mount holds it" : mountinfo.error.c_str());
+    out.field("mount", strf("unknown (/proc/self/mountinfo: %s)",
+                            mountinfo.ok ? "no mount holds it" : mountinfo.error.c_str()));
   } else {
-    std::printf("mount:          %s: type %s, source %s\n", mount.entry.mount_point.c_str(),
-                mount.entry.type.c_str(), mount.entry.source.c_str());
-    std::printf("                options %s; %s\n", mount.options.c_str(), mount.super_options.c_str());
+    out.field("mount", strf("%s: type %s, source %s", mount.entry.mount_point.c_str(),
+                            mount.entry.type.c_str(), mount.entry.source.c_str()));
+    out.detail(strf("                options %s; %s", mount.options.c_str(), mount.super_options.c_str()));
     if (mount.entry.type == "fuse.rclone")
-      std::printf(
-          "                rclone --vfs-cache-mode %s%s\n", rclone_cache_mode_name(mount.entry.rclone_mode),
+      out.detail(strf(
+          "                rclone --vfs-cache-mode %s%s", rclone_cache_mode_name(mount.entry.rclone_mode),
           mount.entry.rclone_mode == RcloneCacheMode::kUnknown
               ? " (its process is not visible here: taken as write-once)"
           : is_rclone_cached(mount.entry) ? " (from its command line: not write-once, not guarded whole)"
-                                          : " (from its command line: write-once)");
+                                          : " (from its command line: write-once)"));
   }
   MountSelection selection;
   if (const char* fs = getenv("APPENDGUARD_FS")) parse_mount_selection(fs, selection);
   bool known = is_append_only_mount(mount.entry, selection);
-  std::printf("whole mount:    %s\n", known ? "every file written here is guarded, whatever its name"
-                                            : "only files that APPENDGUARD_PATHS names are guarded here");
+  out.field("whole mount", known ? "every file written here is guarded, whatever its name"
+                                 : "only files that APPENDGUARD_PATHS names are guarded here");
   // The library's own decision (core/config.h reopen_choice, as shim/held_sessions.cpp makes it).
   const StoreKind kind = classify_store(mount.entry);
   const ReopenChoice choice = reopen_choice(reopen, kind);
-  std::printf("reopen:         %s\n", describe_reopen(choice, reopen, kind).c_str());
+  out.field("reopen", describe_reopen(choice, reopen, kind));
   std::string error;
   std::vector<ProbeResult> results = probe_directory(resolved, error);
   if (results.empty()) {
-    std::printf("probe:          FAILED: %s\n", error.c_str());
+    out.field("probe", "FAILED: " + error);
     return 1;
   }
-  std::printf("probe of %s (scratch files, removed):\n", resolved);
-  std::printf("  %-38s %-34s %s\n", "rule", "without the library", "with it (expected)");
+  out.text(strf("probe of %s (scratch files, removed):", resolved));
+  out.json_only("probe_directory", resolved);
+  out.text(strf("  %-38s %-34s %s", "rule", "without the library", "with it (expected)"));
   for (const ProbeResult& r : results) {
-    std::printf("  %-38s %-34s %s\n", rule_name(r.rule), r.detail.c_str(),
-                with_library(r.rule, results, choice).c_str());
+    std::string with = with_library(r.rule, results, choice, mount.entry.renames);
+    out.row("probe", strf("  %-38s %-34s %s", rule_name(r.rule), r.detail.c_str(), with.c_str()),
+            {{"rule", rule_name(r.rule)}, {"without", r.detail}, {"with", with}});
   }
   // Measured, not predicted: sh and dd on a scratch *.safetensors file, without and with the library.
   int problems = 0;
-  std::printf("measured with sh and dd (without the library / with it):\n");
+  out.text("measured with sh and dd (without the library / with it):");
   for (const ShellCase& c : shell_cases()) {
     Outcome without = run_shell_case(c, resolved, "");
     Outcome with = run_shell_case(c, resolved, library);
     std::string problem = case_problem(c, without, with);
-    std::printf("  %-42s %-28s %s%s%s\n", c.name, outcome_name(without), outcome_name(with),
-                problem.empty() ? "" : "  PROBLEM: ", problem.c_str());
+    out.row("measured",
+            strf("  %-42s %-28s %s%s%s", c.name, outcome_name(without), outcome_name(with),
+                 problem.empty() ? "" : "  PROBLEM: ", problem.c_str()),
+            {{"case", c.name},
+             {"without", outcome_name(without)},
+             {"with", outcome_name(with)},
+             {"problem", problem}});
     if (!problem.empty()) ++problems;
   }
-  std::printf("recommended:\n");
+  out.text("recommended:");
   for (const std::string& line : recommendations(mount, known, results, choice))
-    std::printf("  - %s\n", line.c_str());
+    out.row("recommended_settings", "  - " + line, {{"setting", line}});
   return problems ? 1 : 0;
 }
 
-int doctor(const std::vector<std::string>& args) {
+int doctor(std::vector<std::string> args) {
   int problems = 0;
+  const bool json = !args.empty() && args[0] == "--json";
+  if (json) args.erase(args.begin());
+  if (!args.empty() && args[0].starts_with("-")) {
+    std::fprintf(stderr, "appendguard doctor: unknown option '%s': accepted: --json, --help, COMMAND, DIR\n",
+                 args[0].c_str());
+    return 2;
+  }
+  DoctorOutput out(json);
+  // The verdict line (text) or the object (JSON), and the status.
+  auto verdict = [&](int status) {
+    if (json) {
+      std::printf("%s\n", out.finish(problems, status).c_str());
+    } else if (status != 2) {
+      std::printf("%s\n", problems ? "appendguard doctor: problems found" : "appendguard doctor: all good");
+    }
+    return status;
+  };
   // The command is checked first: a bad argument is one line and status 2, before any other output.
   std::string command_path;
   bool directory = !args.empty() && is_directory(args[0].c_str());
@@ -404,55 +447,57 @@ int doctor(const std::vector<std::string>& args) {
   }
   std::string library = find_library();
   if (library.empty() || !is_file(library)) {
-    std::printf("library:        NOT FOUND (set APPENDGUARD_LIBRARY)\n");
-    return 1;
+    out.field("library", "NOT FOUND (set APPENDGUARD_LIBRARY)");
+    ++problems;
+    return json ? verdict(1) : 1;
   }
-  std::printf("library:        %s\n", library.c_str());
+  out.field("library", library);
   const char* mode = getenv("APPENDGUARD");
   LaunchParse parse = parse_run_arguments({"--", "true"}, library, "", mode ? mode : "");
   if (!parse.ok()) {
-    std::printf("configuration:  %s\n", parse.error.c_str());
+    out.field("configuration", parse.error);
     ++problems;
   } else {
-    print_configuration(configuration_of(parse.plan), problems);
+    print_configuration(out, configuration_of(parse.plan), problems);
   }
   char dir_template[] = "/tmp/appendguard-doctor-XXXXXX";
   const char* dir = mkdtemp(dir_template);
   bool works = dir && interposition_works(library, dir);
   if (dir) rmdir(dir);
-  std::printf("interposition:  %s\n", works ? "works (a backward write to a guarded file was refused)"
-                                            : "FAILED (LD_PRELOAD did not take effect here)");
+  out.field("interposition", works ? "works (a backward write to a guarded file was refused)"
+                                   : "FAILED (LD_PRELOAD did not take effect here)");
   if (!works) ++problems;
-  print_syscall_layer();
+  print_syscall_layer(out);
   if (directory) {
     Reopen reopen = parse.ok() ? configuration_of(parse.plan).config.reopen : Reopen::kAuto;
-    int status = doctor_directory(args[0], library, reopen);
+    int status = doctor_directory(out, args[0], library, reopen);
     if (status == 2) return 2;
     if (status != 0) ++problems;
   } else if (!args.empty()) {
-    std::printf("command:        %s: %s%s%s\n", command_path.c_str(), describe(check.kind),
-                check.detail.empty() ? "" : ": ", check.detail.c_str());
+    out.field("command", strf("%s: %s%s%s", command_path.c_str(), describe(check.kind),
+                              check.detail.empty() ? "" : ": ", check.detail.c_str()));
     std::string current = command_path;
     BinaryCheck inner = check;
     for (int level = 0; level < 4 && inner.kind == BinaryKind::kScript; ++level) {
       std::string next = pyenv_target(current);
-      const char* label = "shim for:       ";
+      const char* label = "shim for";
       if (next.empty()) {
         next = script_interpreter(inner.detail);
-        label = "interpreter:    ";
+        label = "interpreter";
       }
       inner = check_binary(next);
-      std::printf("%s%s: %s%s%s\n", label, next.c_str(), describe(inner.kind),
-                  inner.kind == BinaryKind::kUnreadable || inner.kind == BinaryKind::kScript ? ": " : "",
-                  inner.kind == BinaryKind::kUnreadable || inner.kind == BinaryKind::kScript
-                      ? inner.detail.c_str()
-                      : "");
+      out.field(label,
+                strf("%s: %s%s%s", next.c_str(), describe(inner.kind),
+                     inner.kind == BinaryKind::kUnreadable || inner.kind == BinaryKind::kScript ? ": " : "",
+                     inner.kind == BinaryKind::kUnreadable || inner.kind == BinaryKind::kScript
+                         ? inner.detail.c_str()
+                         : ""));
       current = next;
     }
     if (inner.kind != BinaryKind::kDynamic) ++problems;
   }
-  std::printf("%s\n", problems ? "appendguard doctor: problems found" : "appendguard doctor: all good");
-  return problems ? 1 : 0;
+  out.json_only("verdict", problems ? "problems found" : "all good");
+  return verdict(problems ? 1 : 0);
 }
 
 bool wants_help(const std::vector<std::string>& args) {

@@ -15,6 +15,7 @@
 #include <iterator>
 
 #include "core/errno_names.h"
+#include "core/rename_plan.h"
 
 namespace appendguard {
 namespace {
@@ -118,15 +119,37 @@ const char* rule_name(Rule rule) {
   return "?";
 }
 
-std::string with_library(Rule rule, const std::vector<ProbeResult>& results, ReopenChoice choice) {
+namespace {
+
+// The library's plan for a rename the store answered with `error` (core/rename_plan.h), for a file the
+// process wrote (what the probe renames).
+std::string rename_with_library(int error, bool store_renames, bool create) {
+  if (error == 0) return "works (passed through)";
+  RenameFacts facts;
+  facts.source = RenameSource::kWritten;
+  facts.store_renames = store_renames;
+  facts.error = error;
+  if (plan_rename(facts) != RenamePlan::kCopy) return "fails as without (passed through)";
+  if (!create) return "fails: carried out as a copy, which needs new files, refused here";
+  return "works for files the program wrote (carried out: O_EXCL files spooled and uploaded once, others "
+         "copied)";
+}
+
+}  // namespace
+
+std::string with_library(Rule rule, const std::vector<ProbeResult>& results, ReopenChoice choice,
+                         bool store_renames) {
   const bool append = accepted(results, Rule::kAppend);
   const bool create = accepted(results, Rule::kCreate);
   const bool anew = choice != ReopenChoice::kAppend;  // hold and rewrite write an existing file anew
   switch (rule) {
     case Rule::kCreate:
-    case Rule::kRename:
-    case Rule::kRenameOntoExisting:
       return accepted(results, rule) ? "works (passed through)" : "fails as without (passed through)";
+    case Rule::kRename:
+    case Rule::kRenameOntoExisting: {
+      const ProbeResult* r = find(results, rule);
+      return rename_with_library(r ? r->error : 0, store_renames, create);
+    }
     case Rule::kAppend:
       if (!anew)
         return accepted(results, rule) ? "works (passed through)" : "fails as without (passed through)";

@@ -47,8 +47,11 @@ const char* rule_name(Rule rule);
 
 // What the library does about a rule, given what the mount did without it (all the probe's results, for
 // the fall-backs: the rewrite reopen needs a truncating open) and how it reopens files there
-// (core/config.h reopen_choice: the same decision the library makes). One line.
-std::string with_library(Rule rule, const std::vector<ProbeResult>& results, ReopenChoice choice);
+// (core/config.h reopen_choice: the same decision the library makes), and whether the store renames
+// (core/mount_table.h store_renames: a rename it refuses is carried out by the library, core/rename_plan.h).
+// One line.
+std::string with_library(Rule rule, const std::vector<ProbeResult>& results, ReopenChoice choice,
+                         bool store_renames = true);
 
 // One line saying what `choice` means for a file of this directory.
 std::string describe_reopen(ReopenChoice choice, Reopen setting, StoreKind kind);

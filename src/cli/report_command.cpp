@@ -21,7 +21,8 @@ const char* const kReportUsage =
     "Reads report logs (APPENDGUARD_LOG files, captured stderr) and prints the violations grouped by call\n"
     "site across ranks (the innermost Python frame, else the first native frame outside libc and the\n"
     "library; by operation and file for reports without a stack), with a count, the ranks, the first\n"
-    "report and its log. Audit findings that enforce mode fixes are listed, not counted.\n"
+    "report and its log; for a write at the position, the seek that moved it off the end (seek at:).\n"
+    "Audit findings that enforce mode fixes are listed, not counted.\n"
     "  --json          one JSON object: violations, fixed_by_enforce, logs, groups[]\n"
     "  --html OUT.html also writes one self-contained page: a summary table and, per guarded file, a\n"
     "                  timeline of its writes, seeks, opens, truncations and refusals (from the trace lines\n"
@@ -61,7 +62,8 @@ void print_json(const std::vector<ViolationGroup>& groups, size_t total, size_t 
     std::string ranks;
     for (const std::string& r : g.ranks) ranks += (ranks.empty() ? "" : ",") + json_string(r);
     out += (i ? "," : "") + std::string("{\"operation\":") + json_string(g.operation) +
-           ",\"site\":" + json_string(g.site) + ",\"count\":" + std::to_string(g.count) +
+           ",\"site\":" + json_string(g.site) + ",\"seek_site\":" + json_string(g.seek_site) +
+           ",\"seek_call\":" + json_string(g.seek_call) + ",\"count\":" + std::to_string(g.count) +
            ",\"fixed_by_enforce\":" + (g.fixed_by_enforce ? "true" : "false") + ",\"ranks\":[" + ranks +
            "],\"files\":" + std::to_string(g.files) + ",\"path\":" + json_string(g.path) +
            ",\"why\":" + json_string(g.why) + ",\"first\":" + json_string(g.first_line) +
@@ -84,6 +86,10 @@ void print_text(const std::vector<ViolationGroup>& groups, size_t total, size_t 
     std::printf("\n%6zu x %s %s%s\n", g.count, g.operation.c_str(), g.shown_path.c_str(),
                 g.fixed_by_enforce ? "  [fixed by enforce mode]" : "");
     if (!g.site.empty()) std::printf("         at: %s\n", g.site.c_str());
+    if (!g.seek_call.empty()) {  // where the position left the end: the cause of a write at the position
+      std::printf("         seek at: %s%s%s\n", g.seek_site.c_str(), g.seek_site.empty() ? "" : ": ",
+                  g.seek_call.c_str());
+    }
     if (g.files > 1) std::printf("         files: %zu (the first shown)\n", g.files);
     if (!g.ranks.empty()) {
       std::string ranks;

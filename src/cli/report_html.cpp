@@ -510,8 +510,12 @@ std::string render_html(const Timelines& t, const HtmlOptions& options) {
              (g.fixed_by_enforce ? " (fixed by enforce mode)" : "") + "</td><td><code>" +
              html_escape(g.operation) + "</code></td><td class=\"mono\">" + html_escape(g.path) +
              (g.files > 1 ? " (+" + number(g.files - 1) + " files)" : "") + "</td><td class=\"mono\">" +
-             html_escape(g.site) + "</td><td>" + html_escape(ranks) + "</td><td class=\"mono\">" +
-             html_escape(g.first_line) + "</td></tr>\n";
+             html_escape(g.site) +
+             (g.seek_call.empty() ? ""
+                                  : "<br>seek at: " + html_escape(g.seek_site) +
+                                        (g.seek_site.empty() ? "" : ": ") + html_escape(g.seek_call)) +
+             "</td><td>" + html_escape(ranks) + "</td><td class=\"mono\">" + html_escape(g.first_line) +
+             "</td></tr>\n";
     }
     out += "</table>\n";
   }
@@ -591,6 +595,10 @@ std::string render_html(const Timelines& t, const HtmlOptions& options) {
           const ViolationReport& r = t.reports[static_cast<size_t>(e.report)];
           out += "<pre class=\"first\">" + html_escape(r.first_line) + "</pre>";
           if (!r.site.empty()) out += "<pre class=\"site\">at: " + html_escape(r.site) + "</pre>";
+          if (!r.seek_call.empty()) {
+            out += "<pre class=\"site\">seek at: " + html_escape(r.seek_site) +
+                   (r.seek_site.empty() ? "" : ": ") + html_escape(r.seek_call) + "</pre>";
+          }
         } else {
           out += "<pre class=\"first\">" + html_escape(e.operation + " " + e.detail + " -> " + e.result) +
                  " (trace line; no report in these logs)</pre>";

@@ -55,6 +55,29 @@ std::string rank_of(std::string_view line) {
 
 }  // namespace
 
+namespace {
+
+constexpr std::string_view kSeekHeading = "  the position left the end at: ";
+
+// A native frame line's part after the address ("#3  0x00000040112a name+0x1a (module+0x112a)" ->
+// "name+0x1a (module+0x112a)"), or "" for a frame of libc or the library, or not a frame.
+std::string_view program_frame(std::string_view frame) {
+  if (!frame.starts_with('#')) return {};
+  size_t address = frame.find(" 0x");
+  size_t name = address == std::string_view::npos ? address : frame.find(' ', address + 1);
+  if (name == std::string_view::npos) return {};
+  std::string_view rest = frame.substr(name + 1);
+  size_t open = rest.rfind('(');
+  std::string_view module = open == std::string_view::npos ? rest : rest.substr(open + 1);
+  if (module.rfind("libappendguard", 0) == 0 || module.rfind("libc.so", 0) == 0 ||
+      module.rfind("libc-", 0) == 0 || module.rfind("libpthread", 0) == 0) {
+    return {};
+  }
+  return rest;
+}
+
+}  // namespace
+
 std::string call_site_of(std::string_view block) {
   enum class Section { kOther, kNative, kPython } section = Section::kOther;
   std::string native;
@@ -72,22 +95,38 @@ std::string call_site_of(std::string_view block) {
     }
     std::string_view frame = line.substr(4);
     if (section == Section::kPython && frame.rfind("File \"", 0) == 0) return std::string(frame);
-    if (section == Section::kNative && native.empty() && frame.starts_with('#')) {
-      // "#3  0x00000040112a name+0x1a (module+0x112a)": the part after the address.
-      size_t address = frame.find(" 0x");
-      size_t name = address == std::string_view::npos ? address : frame.find(' ', address + 1);
-      if (name == std::string_view::npos) continue;
-      std::string_view rest = frame.substr(name + 1);
-      size_t open = rest.rfind('(');
-      std::string_view module = open == std::string_view::npos ? rest : rest.substr(open + 1);
-      if (module.rfind("libappendguard", 0) == 0 || module.rfind("libc.so", 0) == 0 ||
-          module.rfind("libc-", 0) == 0 || module.rfind("libpthread", 0) == 0) {
-        continue;
-      }
-      native = std::string(rest);
-    }
+    if (section == Section::kNative && native.empty()) native = std::string(program_frame(frame));
   }
   return native;
+}
+
+SeekSiteText seek_site_of(std::string_view block) {
+  SeekSiteText seek;
+  size_t heading = block.find(kSeekHeading);
+  while (heading != std::string_view::npos && heading != 0 && block[heading - 1] != '\n')
+    heading = block.find(kSeekHeading, heading + 1);
+  if (heading == std::string_view::npos) return seek;
+  size_t at = block.find('\n', heading);
+  seek.call = std::string(block.substr(
+      heading + kSeekHeading.size(),
+      at == std::string_view::npos ? std::string_view::npos : at - heading - kSeekHeading.size()));
+  // Its frames: the Python ones first (innermost first), then the native ones.
+  std::string native;
+  while (at != std::string_view::npos && at + 1 < block.size()) {
+    size_t end = block.find('\n', at + 1);
+    std::string_view line =
+        block.substr(at + 1, end == std::string_view::npos ? std::string_view::npos : end - at - 1);
+    at = end;
+    if (line.substr(0, 4) != "    ") break;
+    std::string_view frame = line.substr(4);
+    if (frame.rfind("File \"", 0) == 0) {
+      seek.site = std::string(frame);
+      return seek;
+    }
+    if (native.empty()) native = std::string(program_frame(frame));
+  }
+  seek.site = std::move(native);
+  return seek;
 }
 
 namespace {
@@ -97,7 +136,7 @@ void add_report(ViolationReport facts, std::vector<ViolationGroup>& groups, std:
   if (reports) reports->push_back(facts);
   ViolationGroup* group = nullptr;
   for (ViolationGroup& g : groups) {
-    if (g.operation == facts.operation &&
+    if (g.operation == facts.operation && g.seek_site == facts.seek_site &&
         (facts.site.empty() ? g.site.empty() && g.path == facts.path : g.site == facts.site)) {
       group = &g;
     }
@@ -110,6 +149,8 @@ void add_report(ViolationReport facts, std::vector<ViolationGroup>& groups, std:
     g.first_line = std::move(facts.first_line);
     g.fixed_by_enforce = facts.fixed_by_enforce;
     g.site = std::move(facts.site);
+    g.seek_call = facts.seek_call;
+    g.seek_site = facts.seek_site;
     g.first_log = std::string(log_name);
     g.why = std::move(facts.why);
     groups.push_back(std::move(g));
@@ -158,11 +199,13 @@ void fill_numbers(std::string_view fields, std::string_view line, ViolationRepor
   }
 }
 
-// The lines of a JSON array of strings, indented as in the text format, under `heading`.
+// The lines of a JSON array of strings, indented as in the text format, under `heading` (none: "").
 void add_stack_lines(const JsonValue* frames, std::string_view heading, std::string& block) {
   if (!frames || frames->kind != JsonValue::Kind::kArray) return;
-  block += heading;
-  block += '\n';
+  if (!heading.empty()) {
+    block += heading;
+    block += '\n';
+  }
   for (const JsonValue& frame : frames->items) block += "    " + frame.text + "\n";
 }
 
@@ -191,6 +234,18 @@ std::optional<ViolationReport> facts_of_json(std::string_view line) {
   add_stack_lines(report->find("python_stack"), "  python stack (most recent call first):", block);
   add_stack_lines(report->find("native_stack"), "  native stack:", block);
   facts.site = call_site_of(block);
+  if (const JsonValue* seek = report->find("left_end_at"); seek && seek->kind == JsonValue::Kind::kObject) {
+    // The text format's heading and lines, so that the seek site is chosen as in a text report.
+    std::string seek_block = std::string(kSeekHeading) + seek->text_of("operation") + "(offset " +
+                             seek->text_of("offset") + ", " + seek->text_of("whence") + ") -> " +
+                             seek->text_of("position") + ", end of file " + seek->text_of("end_of_file") +
+                             ", tid " + seek->text_of("tid") + "\n";
+    add_stack_lines(seek->find("python_stack"), "", seek_block);
+    add_stack_lines(seek->find("native_stack"), "", seek_block);
+    SeekSiteText seek_site = seek_site_of(seek_block);
+    facts.seek_call = std::move(seek_site.call);
+    facts.seek_site = std::move(seek_site.site);
+  }
   std::string errno_name = report->text_of("errno");
   facts.first_line = std::string(kPrefix) + facts.operation + " " + facts.shown_path +
                      " fd=" + report->text_of("fd") + ": " + report->text_of("outcome") +
@@ -236,6 +291,9 @@ void collect_violations(std::string_view log, std::vector<ViolationGroup>& group
     facts.first_line = std::string(line);
     facts.fixed_by_enforce = line.find("; fixed by enforce mode") != std::string_view::npos;
     facts.site = call_site_of(block);
+    SeekSiteText seek = seek_site_of(block);
+    facts.seek_call = std::move(seek.call);
+    facts.seek_site = std::move(seek.site);
     size_t why = block.find(kWhy);
     if (why != std::string_view::npos && (why == 0 || block[why - 1] == '\n')) {
       size_t why_end = block.find('\n', why);

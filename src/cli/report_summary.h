@@ -23,6 +23,11 @@ struct ViolationGroup {
   // The innermost Python frame ('File "x.py", line 8, in save'), else the first native frame outside
   // libc and the library ("save_header+0x1c (app+0x1234)"); "" when the report has no stack.
   std::string site;
+  // A write at the position, not at the end: where the program moved the position off the end (the
+  // report's "the position left the end at:" block), its call ("lseek64(offset 0, SEEK_SET) -> 0, end of
+  // file 108") and its site, chosen as `site` is; "" when the report has none. Part of the group's key.
+  std::string seek_call;
+  std::string seek_site;
   size_t files = 0;       // distinct files in the group
   std::string first_log;  // the log of the first report
   std::vector<std::string> paths_seen;
@@ -36,6 +41,8 @@ struct ViolationReport {
   std::string first_line;
   bool fixed_by_enforce = false;
   std::string site;
+  std::string seek_call;  // see ViolationGroup::seek_call
+  std::string seek_site;
   std::string why;
   std::string rank;
   std::string pid;
@@ -52,6 +59,14 @@ size_t read_escaped_path(std::string_view text, std::string& path);
 
 // The call site of a report block (its lines after the first): see ViolationGroup::site.
 std::string call_site_of(std::string_view block);
+
+// The seek site of a report block: the call and the site of its "the position left the end at:" lines
+// (see ViolationGroup::seek_call and seek_site); both "" when the block has none.
+struct SeekSiteText {
+  std::string call;
+  std::string site;
+};
+SeekSiteText seek_site_of(std::string_view block);
 
 // Adds the violations found in `log` (any text; non-report lines are ignored) to `groups`, keeping the
 // order in which groups first appear; and each report to `reports`, when given.

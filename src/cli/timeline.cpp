@@ -278,6 +278,39 @@ void add_log(std::string_view log, std::string_view log_name, size_t log_index, 
   }
 }
 
+namespace {
+
+// Whether a traced call of `kind` can be the one a report with `outcome` is about: a refused call's trace
+// line says "(refused)" (a write of the same offset that went through is another call); a call let
+// through, or allowed in audit mode, was traced as carried out.
+bool traced_as(EventKind kind, std::string_view outcome) {
+  const bool refused = outcome == "refused" || outcome == "aborted" || outcome == "kernel_refuses";
+  switch (kind) {
+    case EventKind::kRefused:
+      return refused || outcome.empty();
+    case EventKind::kWrite:
+    case EventKind::kDeferred:
+      return !refused;
+    case EventKind::kOpen:
+    case EventKind::kTruncate:
+      return true;
+    default:
+      return false;
+  }
+}
+
+uint64_t distance(size_t a, size_t b) {
+  return a > b ? a - b : b - a;
+}
+
+// Whether `e` is nearer the report `r` in the logs than `best` (a report is written just before its
+// call's trace line).
+bool closer(const FileEvent& e, const FileEvent& best, const FileEvent& r) {
+  return distance(e.order, r.order) < distance(best.order, r.order);
+}
+
+}  // namespace
+
 void finish(Timelines& out) {
   std::vector<FileTimeline> kept;
   for (FileTimeline& f : out.files) {
@@ -291,10 +324,8 @@ void finish(Timelines& out) {
       for (FileEvent& e : events) {
         if (e.report < 0 && e.pid == r.pid && e.operation == r.operation &&
             (report.offset.empty() || e.offset == r.offset || e.kind == EventKind::kOpen) &&
-            (e.kind == EventKind::kRefused || e.kind == EventKind::kWrite || e.kind == EventKind::kOpen ||
-             e.kind == EventKind::kTruncate || e.kind == EventKind::kDeferred)) {
+            traced_as(e.kind, report.outcome) && (!match || closer(e, *match, r))) {
           match = &e;
-          break;
         }
       }
       if (match) {

@@ -10,13 +10,26 @@
 
 namespace appendguard {
 
-bool mode_value_is_off(std::string_view v) {
-  return v.empty() || v == "0" || v == "off";
-}
-
 namespace {
 
 constexpr const char* kBool = "1, on, yes, true; 0, off, no, false";
+
+bool is_true_word(std::string_view v) {
+  return v == "1" || v == "on" || v == "yes" || v == "true";
+}
+
+bool is_false_word(std::string_view v) {
+  return v == "0" || v == "off" || v == "no" || v == "false";
+}
+
+}  // namespace
+
+// APPENDGUARD takes the boolean words of the other switches (kBool) besides its modes.
+bool mode_value_is_off(std::string_view v) {
+  return v.empty() || is_false_word(v);
+}
+
+namespace {
 
 // ---- Each setting's parser (the row's `parse`); `config` holds the rows above it already parsed ----
 
@@ -28,9 +41,9 @@ bool parse_int(std::string_view text, long max, long& out) {
 }
 
 bool parse_bool(std::string_view v, bool& out) {
-  if (v == "1" || v == "on" || v == "yes" || v == "true") {
+  if (is_true_word(v)) {
     out = true;
-  } else if (v == "0" || v == "off" || v == "no" || v == "false") {
+  } else if (is_false_word(v)) {
     out = false;
   } else {
     return false;
@@ -54,7 +67,7 @@ std::string parse_word(std::string_view value, const Variable& self, const char*
 std::string parse_mode(std::string_view v, const Variable& self, Config& config) {
   if (mode_value_is_off(v)) {
     config.mode = Mode::kOff;
-  } else if (v == "1" || v == "on" || v == "enforce") {
+  } else if (is_true_word(v) || v == "enforce") {
     config.mode = Mode::kEnforce;
   } else if (v == "audit") {
     config.mode = Mode::kAudit;
@@ -202,7 +215,7 @@ constexpr LaunchOption kReopenOption[] = {
 constexpr Variable kVariables[] = {
     {.name = "APPENDGUARD",
      .kind = VariableKind::kSetting,
-     .accepted = "unset, empty, 0, off (inert); 1, on, enforce; audit",
+     .accepted = "unset, empty, 0, off, no, false (inert); 1, on, yes, true, enforce; audit",
      .default_value = "inert",
      .help = "inert: every hook passes through; enforce: rewrite and refuse; audit: change nothing, report",
      .parse = parse_mode,
@@ -410,16 +423,84 @@ const Variable& closest_setting(std::string_view name) {
   return *best;
 }
 
+namespace {
+
+// A value as an error line shows it: between quotes, control bytes as \xHH, cut after 80 bytes.
+void add_shown_value(std::string& line, std::string_view value) {
+  constexpr size_t kShown = 80;
+  static constexpr char kHex[] = "0123456789abcdef";
+  line += '\'';
+  for (size_t i = 0; i < value.size() && i < kShown; ++i) {
+    const auto c = static_cast<unsigned char>(value[i]);
+    if (c < 0x20 || c == 0x7f) {
+      line += "\\x";
+      line += kHex[c >> 4];
+      line += kHex[c & 0xf];
+    } else {
+      line += static_cast<char>(c);
+    }
+  }
+  if (value.size() > kShown) line += "...";
+  line += '\'';
+}
+
+// The word of a setting's accepted values that `value` looks like a misspelling of (one edit, two for
+// words of six letters or more), e.g. "enforcee" -> APPENDGUARD's "enforce"; only words of letters, so
+// that "1" or "0" point at no switch in particular.
+std::string_view near_accepted_word(const Variable& v, std::string_view value) {
+  std::string_view accepted = v.accepted;
+  size_t i = 0;
+  while (i < accepted.size()) {
+    size_t start = i;
+    while (i < accepted.size() && accepted[i] >= 'a' && accepted[i] <= 'z') ++i;
+    std::string_view word = accepted.substr(start, i - start);
+    if (word.size() >= 3 && edit_distance(value, word) <= (word.size() >= 6 ? 2u : 1u)) return word;
+    if (i == start) ++i;
+  }
+  return {};
+}
+
+// Near enough to be a typo of the name: two edits.
+constexpr size_t kNearName = 2;
+
+}  // namespace
+
+std::string suggest_setting(std::string_view name, std::string_view value) {
+  const Variable& by_name = closest_setting(name);
+  if (edit_distance(name, by_name.name) <= kNearName) return std::string(by_name.name);
+  const Variable* by_value = nullptr;
+  std::string_view word;
+  for (const Variable& v : kVariables) {
+    if (v.kind != VariableKind::kSetting) continue;
+    std::string_view near = near_accepted_word(v, value);
+    if (near.empty()) continue;
+    if (!by_value || edit_distance(name, v.name) < edit_distance(name, by_value->name)) {
+      by_value = &v;
+      word = near;
+    }
+  }
+  if (by_value) return std::string(by_value->name) + "=" + std::string(word);
+  return {};
+}
+
 std::string check_variable_names(const char* const* environment) {
   if (!environment) return {};
   for (const char* const* e = environment; *e; ++e) {
     std::string_view name = name_of(*e);
     if (!is_our_prefix(name) || find_variable(name)) continue;
+    std::string_view value = name.size() < std::strlen(*e) ? std::string_view(*e + name.size() + 1) : "";
     std::string line = "appendguard: unknown variable ";
     line += name;
-    line += ": did you mean ";
-    line += closest_setting(name).name;
-    line += "? (accepted: the variables in docs/reference.md; `appendguard run --help` lists them)";
+    line += '=';
+    add_shown_value(line, value);
+    if (std::string suggestion = suggest_setting(name, value); !suggestion.empty()) {
+      line += ": did you mean ";
+      line += suggestion;
+      line += "? (";
+    } else {
+      line += ": no setting has a name near it (the mode is APPENDGUARD itself; ";
+    }
+    line += "the settings: man appendguard, or `appendguard run --help`)";
     return line;
   }
   return {};

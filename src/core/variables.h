@@ -61,9 +61,14 @@ bool is_our_prefix(std::string_view name);
 // The setting whose name is closest (Levenshtein distance) to `name`.
 const Variable& closest_setting(std::string_view name);
 
+// What an unknown name most likely meant: a setting within two edits of the name ("APPENDGUARD_PATHS"),
+// else a setting one of whose accepted words `value` is a near misspelling of, with that word
+// ("APPENDGUARD=enforce" for APPENDGUARD_MODE=enforcee); "" when neither.
+std::string suggest_setting(std::string_view name, std::string_view value);
+
 // Checks the names of `environment` (NAME=VALUE entries, null-terminated like environ). Returns an empty
-// string when every APPENDGUARD* name is in the table, else one line naming the first unknown one and the
-// closest valid name.
+// string when every APPENDGUARD* name is in the table, else one line naming the first unknown one, its
+// value and what it most likely meant (suggest_setting).
 std::string check_variable_names(const char* const* environment);
 
 // The settings (kind kSetting, APPENDGUARD itself excluded) present in `environment`, comma-separated, for

@@ -166,19 +166,23 @@ void LogSink::format_notice(fmt::format_string<Args...> format, Args&&... args) 
   write_notice({notice_, n.size < sizeof notice_ ? n.size : sizeof notice_});
 }
 
-void LogSink::write(std::string_view text) {
+void LogSink::write_to_stderr(std::string_view text) {
+  write_fully(STDERR_FILENO, text);
+}
+
+bool LogSink::write(std::string_view text) {
   if (std::strcmp(target_, "stderr") == 0) {
     write_fully(STDERR_FILENO, text);
-    return;
+    return false;
   }
   int fd = descriptor_for_this_process();
   // A log that cannot be opened must not swallow the report.
   if (fd < 0) {
     write_fully(STDERR_FILENO, text);
-    return;
+    return false;
   }
   int error = write_fully(fd, text);
-  if (error == 0) return;
+  if (error == 0) return true;
   // EAGAIN (a full pipe), EPIPE (its reader is gone), ENOSPC (/dev/full, a full disk): the report goes to
   // stderr, after one notice per process.
   pid_t pid = opened_by_;
@@ -190,6 +194,7 @@ void LogSink::write(std::string_view text) {
         path_, errno_name(error));
   }
   write_fully(STDERR_FILENO, text);
+  return false;
 }
 
 }  // namespace appendguard

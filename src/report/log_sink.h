@@ -27,8 +27,13 @@ class LogSink {
   // close-on-exec, non-blocking and never through a symlink, and again in a forked child (%p) or if the
   // program closed or replaced our descriptor. It never blocks the host (a FIFO without a reader, a full
   // pipe) nor kills it (SIGPIPE); what cannot be written goes to stderr after one notice. Call it under
-  // the reporter's lock (the path and notice buffers are members, not on the stack).
-  void write(std::string_view text);
+  // the reporter's lock (the path and notice buffers are members, not on the stack). Returns true when
+  // the text went to the log file, false when it went to stderr.
+  bool write(std::string_view text);
+  // The expanded path of the log file last written (valid after write returned true).
+  const char* file_path() const { return path_; }
+  // Writes `text` to stderr whatever the target (a line for the job's terminal beside its log file).
+  static void write_to_stderr(std::string_view text);
 
  private:
   int descriptor_for_this_process();

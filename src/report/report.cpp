@@ -25,6 +25,7 @@ StackScope g_native_scope = StackScope::kCulprit;
 namespace {
 
 constinit LogSink g_sink;
+pid_t g_pointed_at_log = 0;  // the process whose first refusal was said on stderr (point_stderr_at_log)
 constinit Lock g_report_lock;
 bool (*g_may_load_unwinder)() = nullptr;  // set_unwinder_loading_check
 bool g_python_stack = true;
@@ -197,6 +198,17 @@ void format_seek_site_heading(TextBuffer& out, const SeekSite& site) {
   out.add("  the position left the end at: {}(offset {}, ", site.function, site.offset);
   add_whence(out, site.whence);
   out.add(") -> {}, end of file {}, tid {}\n", site.position, site.end_of_file, site.tid);
+}
+
+void format_refusal_pointer(TextBuffer& out, const Violation& v, std::string_view log_path) {
+  const bool aborts = v.outcome == Outcome::kAborted;
+  out.add("appendguard: {} {} on ", aborts ? "aborting at" : "refused", v.operation);
+  add_escaped_path(out, v.path);
+  if (!aborts) out.add(" ({})", errno_name(v.error));
+  out.add_text(": report in ");
+  add_escaped_path(out, log_path);
+  out.add_text(aborts ? "\n" : " (this process's later refusals: only there)\n");
+  out.end_line();
 }
 
 void format_frames_left_out(TextBuffer& out, int libc_above, int below, bool python_shown) {
@@ -517,6 +529,17 @@ std::string_view seek_python(const SeekSite& seek) {
   return {seek.python, seek.python_size <= sizeof seek.python ? seek.python_size : 0};
 }
 
+// A report that went to the log file: the first refusal of this process is also one line on stderr.
+void point_stderr_at_log(const Violation& v, pid_t pid) {
+  if (v.outcome != Outcome::kRefused && v.outcome != Outcome::kAborted) return;
+  if (g_pointed_at_log == pid) return;
+  g_pointed_at_log = pid;
+  char line[1024];
+  TextBuffer out(line, sizeof line);
+  format_refusal_pointer(out, v, g_sink.file_path());
+  LogSink::write_to_stderr(out.view());
+}
+
 // APPENDGUARD_FORMAT=json, under the report lock. Out of line, so that its buffers are not in
 // report_violation's frame (the report's stack budget, see kUnwinderStack).
 __attribute__((noinline)) void write_json_report(const Violation& v, const ProcessIdentity& who,
@@ -542,7 +565,7 @@ __attribute__((noinline)) void write_json_report(const Violation& v, const Proce
   stacks.left_end_at_native = seek_native.view();
   stacks.opened_at = opened.view();
   format_violation_json(out, v, who, stacks);
-  g_sink.write(out.view());
+  if (g_sink.write(out.view())) point_stderr_at_log(v, who.pid);
 }
 
 }  // namespace
@@ -599,7 +622,7 @@ void report_violation(const Violation& v) {
     out.add_text(kOpenNotRecorded);
   }
   if (out.full()) out.add_text("\n  (report truncated)\n");
-  g_sink.write(out.view());
+  if (g_sink.write(out.view())) point_stderr_at_log(v, who.pid);
 }
 
 namespace {

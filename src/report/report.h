@@ -61,6 +61,10 @@ struct ProcessIdentity {
 void format_violation(TextBuffer& out, const Violation& v, const ProcessIdentity& who);
 // "  the position left the end at: lseek64(offset 0, SEEK_SET) -> 0, end of file 100, tid 7\n" (pure).
 void format_seek_site_heading(TextBuffer& out, const SeekSite& site);
+// With a log file, the line said on stderr at the first refusal of each process, so that the job's own
+// output shows why its call failed: "appendguard: refused pwrite64 on /mnt/a.safetensors (EOPNOTSUPP):
+// report in /logs/ag-0.log (this process's later refusals: only there)\n" (pure).
+void format_refusal_pointer(TextBuffer& out, const Violation& v, std::string_view log_path);
 // The line after a native stack that says which frames were left out (pure; nothing when none were).
 void format_frames_left_out(TextBuffer& out, int libc_above, int below, bool python_shown);
 

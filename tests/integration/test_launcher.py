@@ -120,6 +120,27 @@ class LauncherTest(TempDirTest):
         self.assertIn("dynamically linked: covered", proc.stdout)
         self.assertIn("all good", proc.stdout)
 
+    def test_doctor_json_is_an_option_with_the_same_facts(self):
+        text = launch("doctor", self.dir)
+        proc = launch("doctor", "--json", self.dir)
+        self.assertEqual(proc.returncode, text.returncode, proc.stderr)
+        facts = json.loads(proc.stdout)
+        self.assertIn(f"library:        {facts['library']}", text.stdout)
+        self.assertIn(f"interposition:  {facts['interposition']}", text.stdout)
+        self.assertEqual(facts["status"], text.returncode)
+        self.assertEqual(facts["verdict"], "all good" if text.returncode == 0 else "problems found")
+        self.assertEqual(len(facts["configuration_details"]), 2, facts)
+        rules = {row["rule"]: row for row in facts["probe"]}
+        self.assertEqual(rules["rename"]["without"], "accepted")  # a local disk
+        self.assertEqual(rules["rename"]["with"], "works (passed through)")
+        self.assertEqual(len(facts["measured"]), 6)
+        self.assertTrue(facts["recommended_settings"])
+        command = json.loads(launch("doctor", "--json", program("probe")).stdout)
+        self.assertIn("dynamically linked: covered", command["command"])
+        bad = launch("doctor", "--jsn")
+        self.assertEqual((bad.returncode, bad.stdout), (2, ""))
+        self.assertIn("unknown option '--jsn': accepted: --json", bad.stderr)
+
     def test_doctor_flags_static_binaries(self):
         static = program("static_probe")
         if not os.path.exists(static):

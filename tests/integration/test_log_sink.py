@@ -61,6 +61,36 @@ class LogSinkTest(TempDirTest):
         self.assertEqual(proc.stderr.count("its expanded path is longer than 4095 bytes"), 1, proc.stderr)
         self.assertEqual(len(violations(proc.stderr)), 1)
 
+    def test_with_a_log_file_the_first_refusal_of_each_process_is_one_line_on_stderr(self):
+        log = self.path("ag.log")
+        target = self.path("r.safetensors")
+        proc = run([PYTHON, script("random_writer.py"), target], APPENDGUARD_LOG=log)
+        self.assertNotEqual(proc.returncode, 0)
+        with open(log) as f:
+            self.assertEqual(len(violations(f.read())), 2)  # the write flushed by seek, then by close
+        self.assertEqual(violations(proc.stderr), [])
+        pointers = [line for line in proc.stderr.splitlines() if line.startswith("appendguard:")]
+        self.assertEqual(pointers, [f"appendguard: refused write on {target} (EOPNOTSUPP): report in {log} "
+                                    "(this process's later refusals: only there)"], proc.stderr)
+
+    def test_the_stderr_line_is_said_once_per_process(self):
+        log = self.path("ag-%p.log")
+        target = self.path("b.safetensors")
+        proc = run([program("probe"), "backward", target], APPENDGUARD_LOG=log, APPENDGUARD_ON_VIOLATION="error")
+        self.assertOk(proc)
+        again = run([program("probe"), "backward", target], APPENDGUARD_LOG=log)
+        for p in (proc, again):
+            lines = [line for line in p.stderr.splitlines() if line.startswith("appendguard:")]
+            self.assertEqual(len(lines), 1, p.stderr)
+            self.assertRegex(lines[0], rf"^appendguard: refused write on {target} \(EOPNOTSUPP\): report in "
+                                       rf"{self.dir}/ag-[0-9]+\.log ")
+
+    def test_reports_on_stderr_add_no_line(self):
+        proc = run([program("probe"), "backward", self.path("s.safetensors")])
+        self.assertOk(proc)
+        self.assertNotIn("appendguard: refused", proc.stderr)
+        self.assertEqual(len(violations(proc.stderr)), 1)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -10,6 +10,7 @@ from harness import TempDirTest, child_env, program, results, run
 
 LAUNCHER = os.environ.get("APPENDGUARD_LAUNCHER", "")
 REFERENCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "reference.md")
+MAN_PAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "appendguard.1")
 
 
 class VariablesTest(TempDirTest):
@@ -26,7 +27,20 @@ class VariablesTest(TempDirTest):
                     self.assertEqual(proc.returncode, 2, proc.stderr)
                     self.assertEqual(proc.stdout, "")  # before main
                     self.assertEqual(len(proc.stderr.splitlines()), 1, proc.stderr)
-                    self.assertIn(f"unknown variable {name}: did you mean {closest}?", proc.stderr)
+                    self.assertIn(f"unknown variable {name}='x': did you mean {closest}?", proc.stderr)
+
+    def test_a_misspelt_mode_variable_is_answered_by_its_value(self):
+        proc = self.backward(APPENDGUARD_MODE="enforcee")
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn("unknown variable APPENDGUARD_MODE='enforcee': did you mean APPENDGUARD=enforce?", proc.stderr)
+
+    def test_appendguard_takes_the_boolean_words_of_the_other_switches(self):
+        for word, write_back in (("yes", "-1 errno=EOPNOTSUPP"), ("true", "-1 errno=EOPNOTSUPP"), ("no", "5"),
+                                 ("false", "5")):
+            with self.subTest(word=word):
+                proc = self.backward(mode=word, APPENDGUARD_TRACE=word)
+                self.assertOk(proc)
+                self.assertEqual(results(proc.stdout)["write_back"], write_back)
 
     def test_tooling_and_internal_names_are_accepted(self):
         # The names ctest and scripts export (core/variables.h, kind kTooling) never stop a program.
@@ -65,6 +79,19 @@ class VariablesTest(TempDirTest):
         self.assertEqual(proc.returncode, 2)
         self.assertEqual(len(proc.stderr.splitlines()), 1, proc.stderr)
         self.assertIn("did you mean APPENDGUARD_PATHS?", proc.stderr)
+
+    def test_the_man_page_documents_every_setting_and_option(self):
+        out = subprocess.run([LAUNCHER, "run", "--help"], capture_output=True, text=True, timeout=60,
+                             check=True).stdout
+        settings = re.findall(r"^  (APPENDGUARD[A-Z_]*) .*\n +accepted:", out, re.M)
+        self.assertIn("APPENDGUARD_SPOOL", settings)
+        options = re.findall(r"^  (--[a-z-]+)", out, re.M)
+        with open(MAN_PAGE) as f:
+            page = f.read()
+        documented = set(re.findall(r"^\.B (APPENDGUARD[A-Z_]*)$", page, re.M))
+        self.assertEqual(sorted(set(settings) - documented), [], "settings missing from docs/appendguard.1")
+        page_options = {o.replace("\\-", "-") for o in re.findall(r"^\.BI? ((?:\\-)+[a-z\\-]+)", page, re.M)}
+        self.assertEqual(sorted(set(options) - page_options), [], "options missing from docs/appendguard.1")
 
     def test_usage_lists_the_table_and_the_reference_documents_it(self):
         out = subprocess.run([LAUNCHER, "run", "--help"], capture_output=True, text=True, timeout=60,

@@ -1,6 +1,7 @@
 """The library-only build (issue 11): with APPENDGUARD_BUILD_TESTS and APPENDGUARD_BUILD_APPENDONLYFS OFF,
-configuring and building needs only CMake, a C++20 compiler and fmt's headers. Catch2, Python, pkg-config
-(FUSE) are hidden with CMAKE_DISABLE_FIND_PACKAGE_*, and libunwind's headers with CMAKE_IGNORE_PATH, in a
+configuring and building needs only CMake and a C++20 compiler (fmt and CLI11 from third_party/ when the
+system has none: `pip install .` without -dev packages). Catch2, Python, pkg-config (FUSE), fmt and CLI11
+are hidden with CMAKE_DISABLE_FIND_PACKAGE_*, and libunwind's headers with CMAKE_IGNORE_PATH, in a
 fresh build tree; then `cmake --install` to a prefix with a non-default LIBDIR, moved elsewhere, and the
 installed launcher must find the installed library (`appendguard doctor`).
 
@@ -10,8 +11,10 @@ import shutil
 import subprocess
 import sys
 
-HIDDEN_PACKAGES = ["Catch2", "Python3", "Python", "PythonInterp", "PkgConfig", "FUSE3"]
-HIDDEN_PATHS = ["/usr/include/x86_64-linux-gnu"]  # libunwind.h (Debian's libunwind-dev)
+HIDDEN_PACKAGES = ["Catch2", "Python3", "Python", "PythonInterp", "PkgConfig", "FUSE3", "fmt"]
+# libunwind.h (Debian's libunwind-dev), CLI/CLI.hpp (libcli11-dev): as on a machine without -dev packages,
+# where third_party/'s fmt and CLI11 are used.
+HIDDEN_PATHS = ["/usr/include/x86_64-linux-gnu", "/usr/include"]
 
 
 def step(what, argv, **kwargs):
@@ -36,6 +39,10 @@ def main():
     if "using src/compat/libunwind/libunwind.h" not in out:
         print("FAIL: libunwind.h was found although its directory is ignored")
         return 1
+    for carried in ("using third_party/fmt", "using third_party/CLI11"):
+        if carried not in out:
+            print(f"FAIL: configure did not say '{carried}' with the system's headers hidden")
+            return 1
     step("build", ["cmake", "--build", build, "-j2"])
     targets = set(os.listdir(build))
     if "tests" in targets:

@@ -82,6 +82,11 @@ def main():
                    "appendguard/lib/libappendguard.so"):
         if needed not in names:
             fail(f"{needed} is not in the wheel: {names}")
+    for suffix in (".data/data/share/man/man1/appendguard.1",):
+        if not any(name.endswith(suffix) for name in names):
+            fail(f"no {suffix} in the wheel (man appendguard): {names}")
+    if "appendguard/docs/limits.md" not in names:
+        fail(f"the documents the messages name are not in the wheel: {names}")
     if any("appendonlyfs" in name for name in names):
         fail("appendonlyfs is in the wheel (libfuse3 is outside the manylinux policy)")
     if not any(name.endswith(".dist-info/licenses/LICENSE") or name.endswith(".dist-info/LICENSE") for name in names):
@@ -103,6 +108,8 @@ def main():
     bin_dir = venv(target)
     step("pip install", [os.path.join(bin_dir, "pip"), "install", "--no-index", "--no-deps",
                          "--disable-pip-version-check", tagged[0]], env=clean_env())
+    if not os.path.isfile(os.path.join(target, "share", "man", "man1", "appendguard.1")):
+        fail(f"pip install put no share/man/man1/appendguard.1 under {target}")
     env = clean_env()
     library = step("python -m appendguard --library", [os.path.join(bin_dir, "python"), "-m", "appendguard",
                                                        "--library"], env=env).stdout.strip()

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/config.h"
+#include "core/variables.h"
 #include "fake_environment.h"
 
 using namespace appendguard;
@@ -23,11 +24,18 @@ ConfigResult parse(std::map<std::string, std::string> env) {
 
 TEST_CASE("mode words") {
   CHECK(parse({}).config.mode == Mode::kOff);
-  for (const char* off : {"", "0", "off"}) CHECK(parse({{"APPENDGUARD", off}}).config.mode == Mode::kOff);
-  for (const char* on : {"1", "on", "enforce"})
+  // The boolean words of the other switches (APPENDGUARD_TRACE...), and the modes.
+  for (const char* off : {"", "0", "off", "no", "false"}) {
+    CHECK(parse({{"APPENDGUARD", off}}).config.mode == Mode::kOff);
+    CHECK(mode_value_is_off(off));
+  }
+  for (const char* on : {"1", "on", "yes", "true", "enforce"}) {
     CHECK(parse({{"APPENDGUARD", on}}).config.mode == Mode::kEnforce);
+    if (std::string(on) != "enforce")
+      CHECK(parse({{"APPENDGUARD", "1"}, {"APPENDGUARD_TRACE", on}}).config.trace);
+  }
   CHECK(parse({{"APPENDGUARD", "audit"}}).config.mode == Mode::kAudit);
-  for (const char* bad : {"yes", "ON", "2", "enforce "}) {
+  for (const char* bad : {"ON", "2", "enforce ", "y"}) {
     ConfigResult r = parse({{"APPENDGUARD", bad}});
     CHECK_FALSE(r.ok());
     CHECK(r.error.find(std::string("APPENDGUARD='") + bad + "'") != std::string::npos);

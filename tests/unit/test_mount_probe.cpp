@@ -1,8 +1,11 @@
 #include <catch2/catch.hpp>
 
+#include <cerrno>
+
 #include <string>
 #include <vector>
 
+#include "cli/doctor_output.h"
 #include "cli/mount_probe.h"
 
 using namespace appendguard;
@@ -69,6 +72,24 @@ TEST_CASE("advice from the probe") {
   CHECK(rewrite);
 }
 
+TEST_CASE("doctor says what the library does with a rename the store refuses") {
+  auto results = all_accepted();
+  CHECK(with_library(Rule::kRename, results, ReopenChoice::kHold, false) == "works (passed through)");
+  results[static_cast<int>(Rule::kRename)].error = ENOSYS;  // mountpoint-s3, Databricks volumes
+  results[static_cast<int>(Rule::kRenameOntoExisting)].error = ENOSYS;
+  for (Rule rule : {Rule::kRename, Rule::kRenameOntoExisting}) {
+    CHECK(with_library(rule, results, ReopenChoice::kHold, false)
+              .rfind("works for files the program wrote", 0) == 0);
+  }
+  results[static_cast<int>(Rule::kRenameOntoExisting)].error = EIO;  // HDFS onto an existing file
+  CHECK(with_library(Rule::kRenameOntoExisting, results, ReopenChoice::kAppend, true) ==
+        "fails as without (passed through)");
+  results[static_cast<int>(Rule::kRename)].error = EPERM;  // EPERM only where the store has no rename
+  CHECK(with_library(Rule::kRename, results, ReopenChoice::kAppend, true) ==
+        "fails as without (passed through)");
+  CHECK(with_library(Rule::kRename, results, ReopenChoice::kHold, false).rfind("works", 0) == 0);
+}
+
 TEST_CASE("doctor shows the library's own reopen decision") {
   CHECK(reopen_choice(Reopen::kAuto, StoreKind::kWriteOnce) == ReopenChoice::kHold);
   CHECK(reopen_choice(Reopen::kAuto, StoreKind::kAppends) == ReopenChoice::kAppend);
@@ -116,4 +137,22 @@ TEST_CASE("doctor's measured cases: classification and the rule") {
   CHECK_FALSE(case_problem(*append, Outcome::kFailsIntact, Outcome::kFailsIntact).empty());
   CHECK(case_problem(*below, Outcome::kWorks, Outcome::kRefusedLoudly).empty());
   CHECK_FALSE(case_problem(*below, Outcome::kWorks, Outcome::kWorks).empty());
+}
+
+TEST_CASE("doctor's JSON: a field per label, repeated labels as arrays, details and tables") {
+  DoctorOutput out(true);
+  out.field("library", "/x/lib\"a\".so");
+  out.field("configuration", "valid");
+  out.detail("  mode enforce");
+  out.text("a heading only in text");
+  out.field("shim for", "a");
+  out.field("shim for", "b");
+  out.row("probe", "  rename ...", {{"rule", "rename"}, {"with", "works"}});
+  out.json_only("verdict", "all good");
+  CHECK(out.finish(0, 0) ==
+        "{\"library\":\"/x/lib\\\"a\\\".so\",\"configuration\":\"valid\",\"configuration_details\":[\"mode "
+        "enforce\"],\"shim_for\":[\"a\",\"b\"],\"probe\":[{\"rule\":\"rename\",\"with\":\"works\"}],"
+        "\"verdict\":\"all good\",\"problems\":0,\"status\":0}");
+  CHECK(DoctorOutput::quoted("a\nb\x01") == "\"a\\nb\\u0001\"");
+  CHECK(DoctorOutput(false).finish(1, 1).empty());
 }

@@ -46,6 +46,26 @@ TEST_CASE("the closest setting of a misspelt name") {
   CHECK(std::string(closest_setting("APPENDGUARD_MODE").name) != "APPENDGUARD_CARRIED_FDS");  // a setting
 }
 
+TEST_CASE("a misspelt name is answered by the name nearest it, else by the setting its value fits") {
+  CHECK(suggest_setting("APPENDGUARD_PATH", "/mnt/**") == "APPENDGUARD_PATHS");
+  CHECK(suggest_setting("APPENDGUARD_MODE", "enforcee") == "APPENDGUARD=enforce");
+  CHECK(suggest_setting("APPENDGUARD_MODE", "audit") == "APPENDGUARD=audit");
+  CHECK(suggest_setting("APPENDGUARD_WHEN_BAD", "abrt") == "APPENDGUARD_ON_VIOLATION=abort");
+  CHECK(suggest_setting("APPENDGUARD_MODE", "1") == "");  // no name near, a value every switch takes
+}
+
+TEST_CASE("the unknown name's line shows its value, escaped and cut") {
+  const char* env[] = {"APPENDGUARD_MODE=enforcee", nullptr};
+  CHECK(check_variable_names(env) ==
+        "appendguard: unknown variable APPENDGUARD_MODE='enforcee': did you mean APPENDGUARD=enforce? (the "
+        "settings: man appendguard, or `appendguard run --help`)");
+  std::string long_value = "APPENDGUARD_XYZZY=\n" + std::string(100, 'v');
+  const char* odd[] = {long_value.c_str(), nullptr};
+  std::string line = check_variable_names(odd);
+  CHECK(line.find("APPENDGUARD_XYZZY='\\x0a" + std::string(79, 'v') +
+                  "...': no setting has a name near it") != std::string::npos);
+}
+
 TEST_CASE("the table: unique names with the prefix, help for each") {
   std::map<std::string, int> seen;
   for (const Variable& v : known_variables()) {
@@ -64,7 +84,7 @@ TEST_CASE("the table: unique names with the prefix, help for each") {
 TEST_CASE("enabled, an unknown APPENDGUARD name is an error naming it and the closest name") {
   ConfigResult r = parse_with_environment({{"APPENDGUARD", "1"}, {"APPENDGUARD_PATH", "/mnt/**"}});
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error.find("unknown variable APPENDGUARD_PATH:") != std::string::npos);
+  CHECK(r.error.find("unknown variable APPENDGUARD_PATH='/mnt/**':") != std::string::npos);
   CHECK(r.error.find("did you mean APPENDGUARD_PATHS?") != std::string::npos);
   CHECK(r.error.find('\n') == std::string::npos);
   CHECK_FALSE(parse_with_environment({{"APPENDGUARD", "audit"}, {"APPENDGUARDX", "1"}}).ok());
