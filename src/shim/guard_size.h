@@ -114,7 +114,12 @@ APPENDGUARD_SLOW_PATH int guarded_resize(const char* operation, int fd, Descript
   // itself, as a local disk does, so the call is passed on rather than deferred or refused (a deferred grow
   // left the store's file short: an in-file copy_file_range then copied nothing, a mapped read raised
   // SIGBUS).
-  if (enforce && d->site.writes_in_place) return passed_on_resize(operation, fd, d, resize, end, perform);
+  // A shrink to a size above 0 is the exception: rclone minimal drops it silently, so it is refused below.
+  const uint64_t resized_end = end_after_resize(resize, end);
+  const bool shrinks_to_a_tail = resized_end < end && resized_end > 0;
+  if (enforce && d->site.writes_in_place && !shrinks_to_a_tail) {
+    return passed_on_resize(operation, fd, d, resize, end, perform);
+  }
   // A spooled file (shim/spool.h) whose reservation does not fit in the spool: ENOSPC, with one line.
   if (enforce && any_spooled() && !spool_room_for(fd, d, end_after_resize(resize, end))) {
     if (resize.returns_error) return ENOSPC;
@@ -162,7 +167,14 @@ APPENDGUARD_SLOW_PATH int guarded_resize(const char* operation, int fd, Descript
         violation_on(operation, fd, d, end, why).with_offset(allocates ? resize.offset : resize.length);
     if (allocates) v.with_count(static_cast<uint64_t>(resize.length));
     v.fixed_by_enforce = deferrable && !enforce;
-    if (!raise_violation(v)) return resize.returns_error ? errno : -1;
+    if (!raise_violation(v)) {
+      // A writer in place whose shrink was refused would leave a file with a stale tail (`dd seek=N`
+      // without conv=notrunc): its writes below the end are refused from now on.
+      if (d->site.writes_in_place) {
+        if (HeldFile file(fd, d); file) d->site.writes_in_place = false;
+      }
+      return resize.returns_error ? errno : -1;
+    }
   }
   return passed_on_resize(operation, fd, d, resize, end, perform);
 }
