@@ -1,6 +1,7 @@
 #include "event_log.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -8,6 +9,8 @@
 
 #include "core/config.h"
 #include "core/write_all.h"
+#include "report/escape.h"
+#include "report/text_buffer.h"
 
 namespace appendonlyfs {
 
@@ -40,8 +43,13 @@ LogLine::LogLine(std::string_view event, std::string_view operation) {
   text_.append(event).append(" ").append(operation);
 }
 
+// Values are escaped as the library's reports escape paths (report/escape.h): a file name with a
+// newline, a space or a control byte can neither start a line of its own nor split a field.
 LogLine& LogLine::field(std::string_view key, std::string_view value) {
-  text_.append(" ").append(key).append("=").append(value);
+  char storage[appendguard::kMaxEscapedText + 64];
+  appendguard::TextBuffer escaped(storage, sizeof storage);
+  appendguard::add_escaped_path(escaped, value);
+  text_.append(" ").append(key).append("=").append(escaped.view());
   return *this;
 }
 
@@ -54,8 +62,17 @@ EventLog::~EventLog() {
 }
 
 int EventLog::open(const std::string& path) {
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  return fd_ >= 0 ? 0 : errno;
+  // Never through a symlink (ELOOP), never blocking on a FIFO, only a regular file; a new log is 0600.
+  const int fd =
+      ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+  if (fd < 0) return errno;
+  struct stat status {};
+  if (::fstat(fd, &status) != 0 || !S_ISREG(status.st_mode)) {
+    ::close(fd);
+    return EINVAL;
+  }
+  fd_ = fd;
+  return 0;
 }
 
 void EventLog::write(const LogLine& line) {

@@ -5,8 +5,10 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fuse.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -72,8 +74,72 @@ int errno_result(int result) {
   return result < 0 ? -errno : result;
 }
 
+// The backing file at `path` (a FUSE path), opened beneath the backing directory and through no
+// symlink: the kernel sends paths it has resolved itself, so a symlink met on the way is a name swapped
+// under us (a race another user of the mount can run), never something for this daemon to follow.
 int open_backing(const char* path, int flags, mode_t mode) {
-  return ::openat(mount().backing_fd, relative(path), flags | O_CLOEXEC, mode);
+  open_how how{};
+  how.flags = static_cast<std::uint64_t>(flags | O_CLOEXEC);
+  how.mode = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? mode & 07777 : 0;  // no type bits
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  return static_cast<int>(::syscall(SYS_openat2, mount().backing_fd, relative(path), &how, sizeof how));
+}
+
+// The directory holding a FUSE path's last name (opened as open_backing opens) and that name, for the
+// *at() calls that act on a name.
+class Entry {
+ public:
+  explicit Entry(const char* path) {
+    const std::string_view rel = relative(path);
+    const std::size_t slash = rel.rfind('/');
+    if (slash == std::string_view::npos) {
+      dir_ = mount().backing_fd;
+      name_ = std::string(rel);
+      return;
+    }
+    name_ = std::string(rel.substr(slash + 1));
+    dir_ = open_backing(("/" + std::string(rel.substr(0, slash))).c_str(), O_PATH | O_DIRECTORY, 0);
+    owned_ = true;
+    error_ = dir_ < 0 ? errno : 0;
+  }
+  ~Entry() {
+    if (owned_ && dir_ >= 0) ::close(dir_);
+  }
+  Entry(const Entry&) = delete;
+  Entry& operator=(const Entry&) = delete;
+  int dir() const { return dir_; }
+  const char* name() const { return name_.c_str(); }
+  int error() const { return error_; }
+
+ private:
+  int dir_ = -1;
+  bool owned_ = false;
+  int error_ = 0;
+  std::string name_;
+};
+
+// A new file, directory, node or symlink belongs to the user whose request made it, as on a kernel file
+// system (its group: the directory's when that is set-group-id, else the requester's). Only a daemon
+// run as root can give files away; a user's own mount keeps them its own.
+void give_to_requester(const Entry& entry, int fd) {
+  if (::geteuid() != 0) return;
+  const fuse_context* context = fuse_get_context();
+  gid_t gid = context->gid;
+  struct stat parent {};
+  if (::fstat(entry.dir(), &parent) == 0 && (parent.st_mode & S_ISGID)) gid = parent.st_gid;
+  if (fd >= 0) {
+    (void)::fchown(fd, context->uid, gid);
+  } else {
+    (void)::fchownat(entry.dir(), entry.name(), context->uid, gid, AT_SYMLINK_NOFOLLOW);
+  }
+}
+
+// An *at() call on a path's entry: -errno when its directory could not be opened.
+template <typename Call>
+int at_entry(const char* path, Call&& call) {
+  const Entry entry(path);
+  if (entry.error()) return -entry.error();
+  return errno_result(call(entry));
 }
 
 void log_refused_open(const char* path, int flags, const StoreOpenDecision& decision) {
@@ -120,26 +186,30 @@ int refuse_busy(const char* path, int flags, int error) {
 }
 
 // A staged upload's file: unnamed, in the directory of the file it replaces (same file system).
-int open_staging(const char* path, mode_t mode) {
-  std::string parent(relative(path));
-  const std::size_t slash = parent.rfind('/');
-  parent = slash == std::string::npos ? "." : parent.substr(0, slash);
-  return ::openat(mount().backing_fd, parent.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
+int open_staging(const char* path, const struct stat& replaced) {
+  std::string parent(path);
+  parent = parent.substr(0, parent.rfind('/'));
+  const int fd =
+      open_backing(parent.empty() ? "/" : parent.c_str(), O_TMPFILE | O_RDWR, replaced.st_mode & 07777);
+  if (fd >= 0 && ::geteuid() == 0) (void)::fchown(fd, replaced.st_uid, replaced.st_gid);  // the owner's still
+  return fd;
 }
 
 // A staged upload completes: its file takes the place of the one it replaces. A failed one is dropped
 // with its handle (aofs_release), and the old file stays.
 void complete_staged(Handle& opened) {
   if (opened.replaces.empty() || opened.upload_failed) return;
-  Mount& m = mount();
   char proc[64];
   std::snprintf(proc, sizeof proc, "/proc/self/fd/%d", opened.fd);
-  const std::string temporary =
-      std::string(relative(opened.replaces.c_str())) + ".appendonlyfs-upload-" + std::to_string(opened.fd);
-  ::unlinkat(m.backing_fd, temporary.c_str(), 0);
-  if (::linkat(AT_FDCWD, proc, m.backing_fd, temporary.c_str(), AT_SYMLINK_FOLLOW) == 0 &&
-      ::renameat(m.backing_fd, temporary.c_str(), m.backing_fd, relative(opened.replaces.c_str())) != 0)
-    ::unlinkat(m.backing_fd, temporary.c_str(), 0);
+  const Entry target(opened.replaces.c_str());
+  if (!target.error()) {
+    const std::string temporary =
+        std::string(target.name()) + ".appendonlyfs-upload-" + std::to_string(opened.fd);
+    ::unlinkat(target.dir(), temporary.c_str(), 0);
+    if (::linkat(AT_FDCWD, proc, target.dir(), temporary.c_str(), AT_SYMLINK_FOLLOW) == 0 &&
+        ::renameat(target.dir(), temporary.c_str(), target.dir(), target.name()) != 0)
+      ::unlinkat(target.dir(), temporary.c_str(), 0);
+  }
   opened.replaces.clear();
 }
 
@@ -157,7 +227,9 @@ int open_with_rules(const char* path, fuse_file_info* fi, bool may_create, mode_
     return -error;
   }
   struct stat status {};
-  const bool exists = ::fstatat(m.backing_fd, relative(path), &status, 0) == 0;
+  const Entry entry(path);
+  if (entry.error()) return -entry.error();
+  const bool exists = ::fstatat(entry.dir(), entry.name(), &status, AT_SYMLINK_NOFOLLOW) == 0;
   if (!exists && errno != ENOENT) return -errno;
   if (!exists && !may_create) return -ENOENT;
   if (exists && may_create && (fi->flags & O_EXCL)) return -EEXIST;
@@ -187,7 +259,7 @@ int open_with_rules(const char* path, fuse_file_info* fi, bool may_create, mode_
   if (!exists) flags |= O_CREAT | (fi->flags & O_EXCL);
   int fd = -1;
   if (staged) {
-    fd = open_staging(path, status.st_mode & 07777);
+    fd = open_staging(path, status);
   } else if (decision.kind == HandleKind::write) {
     fd = open_backing(path, flags | O_RDWR, mode);
     if (fd < 0 && errno == EACCES) fd = open_backing(path, flags | O_WRONLY, mode);
@@ -195,6 +267,7 @@ int open_with_rules(const char* path, fuse_file_info* fi, bool may_create, mode_
     fd = open_backing(path, flags | O_RDONLY, mode);
   }
   if (fd < 0) return -errno;
+  if (!exists) give_to_requester(entry, fd);
   if (::fstat(fd, &status) != 0) {
     const int error = errno;
     ::close(fd);
@@ -248,33 +321,46 @@ void* aofs_init(fuse_conn_info* conn, fuse_config* config) {
 
 int aofs_getattr(const char* path, struct stat* status, fuse_file_info* fi) {
   if (fi) return errno_result(::fstat(handle(fi).fd, status));
-  return errno_result(::fstatat(mount().backing_fd, relative(path), status, AT_SYMLINK_NOFOLLOW));
+  return at_entry(path,
+                  [&](const Entry& e) { return ::fstatat(e.dir(), e.name(), status, AT_SYMLINK_NOFOLLOW); });
 }
 
 int aofs_access(const char* path, int mask) {
-  return errno_result(::faccessat(mount().backing_fd, relative(path), mask, 0));
+  return at_entry(path,
+                  [&](const Entry& e) { return ::faccessat(e.dir(), e.name(), mask, AT_SYMLINK_NOFOLLOW); });
 }
 
 int aofs_readlink(const char* path, char* buffer, size_t size) {
-  const ssize_t length = ::readlinkat(mount().backing_fd, relative(path), buffer, size - 1);
+  const Entry entry(path);
+  if (entry.error()) return -entry.error();
+  const ssize_t length = ::readlinkat(entry.dir(), entry.name(), buffer, size - 1);
   if (length < 0) return -errno;
   buffer[length] = '\0';
   return 0;
 }
 
 int aofs_mknod(const char* path, mode_t mode, dev_t device) {
-  return errno_result(::mknodat(mount().backing_fd, relative(path), mode, device));
+  return at_entry(path, [&](const Entry& e) {
+    const int result = ::mknodat(e.dir(), e.name(), mode, device);
+    if (result == 0) give_to_requester(e, -1);
+    return result;
+  });
 }
 
 int aofs_mkdir(const char* path, mode_t mode) {
-  return errno_result(::mkdirat(mount().backing_fd, relative(path), mode));
+  return at_entry(path, [&](const Entry& e) {
+    const int result = ::mkdirat(e.dir(), e.name(), mode);
+    if (result == 0) give_to_requester(e, -1);
+    return result;
+  });
 }
 
 int aofs_unlink(const char* path) {
   Mount& m = mount();
   if (const int error = profile_spec(m.options.profile).handles.unlink_written_error) {
     struct stat status {};
-    if (::fstatat(m.backing_fd, relative(path), &status, AT_SYMLINK_NOFOLLOW) == 0 &&
+    const Entry entry(path);
+    if (!entry.error() && ::fstatat(entry.dir(), entry.name(), &status, AT_SYMLINK_NOFOLLOW) == 0 &&
         S_ISREG(status.st_mode)) {
       const std::shared_ptr<FileLock> file = m.files.acquire(status.st_dev, status.st_ino);
       std::lock_guard lock(file->mutex);
@@ -286,14 +372,14 @@ int aofs_unlink(const char* path) {
                         .field("reason", "being-written"));
         return -error;
       }
-      return errno_result(::unlinkat(m.backing_fd, relative(path), 0));
+      return errno_result(::unlinkat(entry.dir(), entry.name(), 0));
     }
   }
-  return errno_result(::unlinkat(m.backing_fd, relative(path), 0));
+  return at_entry(path, [&](const Entry& e) { return ::unlinkat(e.dir(), e.name(), 0); });
 }
 
 int aofs_rmdir(const char* path) {
-  return errno_result(::unlinkat(mount().backing_fd, relative(path), AT_REMOVEDIR));
+  return at_entry(path, [&](const Entry& e) { return ::unlinkat(e.dir(), e.name(), AT_REMOVEDIR); });
 }
 
 int refuse_link(std::string_view operation, const char* from, const char* to, int error) {
@@ -308,21 +394,31 @@ int refuse_link(std::string_view operation, const char* from, const char* to, in
 int aofs_symlink(const char* target, const char* path) {
   if (const int error = profile_spec(mount().options.profile).handles.link_error)
     return refuse_link("symlink", target, path, error);
-  return errno_result(::symlinkat(target, mount().backing_fd, relative(path)));
+  return at_entry(path, [&](const Entry& e) {
+    const int result = ::symlinkat(target, e.dir(), e.name());
+    if (result == 0) give_to_requester(e, -1);
+    return result;
+  });
 }
 
 int aofs_link(const char* from, const char* to) {
   Mount& m = mount();
   if (const int error = profile_spec(m.options.profile).handles.link_error)
     return refuse_link("link", from, to, error);
-  return errno_result(::linkat(m.backing_fd, relative(from), m.backing_fd, relative(to), 0));
+  const Entry source(from);
+  const Entry link(to);
+  if (source.error() || link.error()) return -(source.error() ? source.error() : link.error());
+  return errno_result(::linkat(source.dir(), source.name(), link.dir(), link.name(), 0));
 }
 
 int aofs_rename(const char* from, const char* to, unsigned int flags) {
   Mount& m = mount();
+  const Entry source(from);
+  const Entry target(to);
+  if (source.error() || target.error()) return -(source.error() ? source.error() : target.error());
   struct stat destination {};
   const bool onto_existing_file =
-      ::fstatat(m.backing_fd, relative(to), &destination, AT_SYMLINK_NOFOLLOW) == 0 &&
+      ::fstatat(target.dir(), target.name(), &destination, AT_SYMLINK_NOFOLLOW) == 0 &&
       !S_ISDIR(destination.st_mode);
   const RenameDecision decision = decide_rename(m.options.profile, onto_existing_file);
   if (decision.error) {
@@ -332,22 +428,25 @@ int aofs_rename(const char* from, const char* to, unsigned int flags) {
     m.log.write(line);
     return -decision.error;
   }
-  return errno_result(::renameat2(m.backing_fd, relative(from), m.backing_fd, relative(to), flags));
+  return errno_result(::renameat2(source.dir(), source.name(), target.dir(), target.name(), flags));
 }
 
 int aofs_chmod(const char* path, mode_t mode, fuse_file_info* fi) {
   if (fi) return errno_result(::fchmod(handle(fi).fd, mode));
-  return errno_result(::fchmodat(mount().backing_fd, relative(path), mode, 0));
+  return at_entry(path,
+                  [&](const Entry& e) { return ::fchmodat(e.dir(), e.name(), mode, AT_SYMLINK_NOFOLLOW); });
 }
 
 int aofs_chown(const char* path, uid_t uid, gid_t gid, fuse_file_info* fi) {
   if (fi) return errno_result(::fchown(handle(fi).fd, uid, gid));
-  return errno_result(::fchownat(mount().backing_fd, relative(path), uid, gid, AT_SYMLINK_NOFOLLOW));
+  return at_entry(
+      path, [&](const Entry& e) { return ::fchownat(e.dir(), e.name(), uid, gid, AT_SYMLINK_NOFOLLOW); });
 }
 
 int aofs_utimens(const char* path, const struct timespec times[2], fuse_file_info* fi) {
   if (fi) return errno_result(::futimens(handle(fi).fd, times));
-  return errno_result(::utimensat(mount().backing_fd, relative(path), times, AT_SYMLINK_NOFOLLOW));
+  return at_entry(path,
+                  [&](const Entry& e) { return ::utimensat(e.dir(), e.name(), times, AT_SYMLINK_NOFOLLOW); });
 }
 
 int truncate_backing(const char* path, const Handle* opened, off_t size) {
@@ -363,8 +462,11 @@ int aofs_truncate(const char* path, off_t size, fuse_file_info* fi) {
   Mount& m = mount();
   Handle* opened = fi ? &handle(fi) : nullptr;
   struct stat status {};
-  if (opened ? ::fstat(opened->fd, &status) != 0 : ::fstatat(m.backing_fd, relative(path), &status, 0) != 0) {
-    return -errno;
+  if (opened && ::fstat(opened->fd, &status) != 0) return -errno;
+  if (!opened) {
+    const int found = at_entry(
+        path, [&](const Entry& e) { return ::fstatat(e.dir(), e.name(), &status, AT_SYMLINK_NOFOLLOW); });
+    if (found != 0) return found;
   }
   const std::shared_ptr<FileLock> file =
       opened ? opened->file : m.files.acquire(status.st_dev, status.st_ino);
@@ -575,7 +677,7 @@ int aofs_fallocate(const char* path, int mode, off_t offset, off_t length, fuse_
 }
 
 int aofs_opendir(const char* path, fuse_file_info* fi) {
-  const int fd = ::openat(mount().backing_fd, relative(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const int fd = open_backing(path, O_RDONLY | O_DIRECTORY, 0);
   if (fd < 0) return -errno;
   DIR* directory = ::fdopendir(fd);
   if (!directory) {
@@ -641,10 +743,17 @@ std::vector<std::string> fuse_arguments(const Options& options) {
   std::vector<std::string> args = {"appendonlyfs", "-o",
                                    "fsname=appendonlyfs:" + std::string(profile_name(options.profile)), "-o",
                                    "subtype=appendonlyfs"};
+  bool shared = false;
+  bool checked = false;
   for (const std::string& option : options.fuse_options) {
     args.push_back("-o");
     args.push_back(option);
+    shared = shared || option == "allow_other" || option == "allow_root";
+    checked = checked || option == "default_permissions";
   }
+  // A mount other users reach checks their access as a kernel file system does (the files have their
+  // creators' owners and modes): without it, any user could read, append to or remove anyone's files.
+  if (shared && !checked) args.insert(args.end(), {"-o", "default_permissions"});
   if (options.debug) args.push_back("-d");
   return args;
 }
@@ -659,6 +768,8 @@ int run_filesystem(const Options& options, EventLog& log) {
     return 2;
   }
   Mount state{options, backing_fd, log, FaultInjector(options.faults), {}};
+  // The modes asked for are the modes made: the kernel has applied the requester's umask already.
+  ::umask(0);
 
   std::vector<std::string> arg_strings = fuse_arguments(options);
   std::vector<char*> argv;

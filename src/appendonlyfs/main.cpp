@@ -1,4 +1,5 @@
 // appendonlyfs: a pass-through FUSE filesystem that applies the write rules of append-only stores.
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -53,8 +54,12 @@ int main(int argc, char** argv) {
   if (!options.log_path.empty()) {
     // Opened before daemonizing, so a relative path is relative to the caller's directory.
     if (const int error = log.open(options.log_path)) {
-      std::fprintf(stderr, "appendonlyfs: cannot open -o log=%s: %s (expected a writable file path)\n",
-                   options.log_path.c_str(), std::strerror(error));
+      const char* why = error == ELOOP    ? "it is a symbolic link, never followed"
+                        : error == EINVAL ? "not a regular file"
+                                          : std::strerror(error);
+      std::fprintf(stderr,
+                   "appendonlyfs: cannot open -o log=%s: %s (expected a writable regular file path)\n",
+                   options.log_path.c_str(), why);
       return kBadArguments;
     }
   }

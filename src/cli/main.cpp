@@ -373,8 +373,21 @@ int doctor_directory(DoctorOutput& out, const std::string& dir, const std::strin
   const StoreKind kind = classify_store(mount.entry);
   const ReopenChoice choice = reopen_choice(reopen, kind);
   out.field("reopen", describe_reopen(choice, reopen, kind));
+  // The scratch files go in a directory of our own (mode 0700), so that no other user of a shared
+  // directory can put a file or a symlink of theirs under a name the probe opens.
+  std::string scratch_template = std::string(resolved) + "/.appendguard-doctor-XXXXXX";
+  if (!mkdtemp(scratch_template.data())) {
+    out.field("probe",
+              strf("FAILED: cannot create a scratch directory in %s: %s", resolved, std::strerror(errno)));
+    return 1;
+  }
+  const std::string scratch = scratch_template;
+  struct ScratchRemover {
+    const std::string& dir;
+    ~ScratchRemover() { rmdir(dir.c_str()); }
+  } remover{scratch};
   std::string error;
-  std::vector<ProbeResult> results = probe_directory(resolved, error);
+  std::vector<ProbeResult> results = probe_directory(scratch, error);
   if (results.empty()) {
     out.field("probe", "FAILED: " + error);
     return 1;
@@ -391,8 +404,8 @@ int doctor_directory(DoctorOutput& out, const std::string& dir, const std::strin
   int problems = 0;
   out.text("measured with sh and dd (without the library / with it):");
   for (const ShellCase& c : shell_cases()) {
-    Outcome without = run_shell_case(c, resolved, "");
-    Outcome with = run_shell_case(c, resolved, library);
+    Outcome without = run_shell_case(c, scratch, "");
+    Outcome with = run_shell_case(c, scratch, library);
     std::string problem = case_problem(c, without, with);
     out.row("measured",
             strf("  %-42s %-28s %s%s%s", c.name, outcome_name(without), outcome_name(with),

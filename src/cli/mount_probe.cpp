@@ -257,7 +257,7 @@ Outcome run_shell_case(const ShellCase& c, const std::string& dir, const std::st
                            std::to_string(++serial) + ".safetensors";
   unlink(path.c_str());
   if (c.initial) {
-    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0) {
       ssize_t n = write(fd, c.initial, std::strlen(c.initial));
       (void)n;
@@ -344,7 +344,7 @@ std::vector<std::string> recommendations(const MountInfo& mount, bool known,
 
 std::vector<ProbeResult> probe_directory(const std::string& dir, std::string& error) {
   std::vector<ProbeResult> results;
-  const std::string base = dir + "/.appendguard-doctor-" + std::to_string(getpid());
+  const std::string base = dir + "/probe";
   // A new name for every rule: rclone --vfs-cache-mode minimal was seen to hang an unlink (for good) of a
   // name just opened read-write, removed and created again.
   std::vector<std::string> names;
@@ -353,7 +353,7 @@ std::vector<ProbeResult> probe_directory(const std::string& dir, std::string& er
   auto fresh = [&](std::string& path) -> int {  // a new file holding "abcd"; 0 or the errno
     path = base + "." + std::to_string(names.size());
     names.push_back(path);
-    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) return errno;
     int err = write(fd, "abcd", 4) == 4 ? 0 : errno ? errno : EIO;
     if (close(fd) != 0 && err == 0) err = errno;
@@ -373,15 +373,15 @@ std::vector<ProbeResult> probe_directory(const std::string& dir, std::string& er
   }
   record(Rule::kCreate, 0);
 
-  int fd = open(a.c_str(), O_RDWR | O_CLOEXEC);
+  int fd = open(a.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
   record(Rule::kReadWriteOpen, fd < 0 ? errno : finish(fd, 0));
 
   fresh(a);
-  fd = open(a.c_str(), O_WRONLY | O_CLOEXEC);
+  fd = open(a.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
   record(Rule::kWriteOnlyOpen, fd < 0 ? errno : finish(fd, 0));
 
   fresh(a);
-  fd = open(a.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  fd = open(a.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     record(Rule::kAppend, errno);
   } else {
@@ -390,8 +390,8 @@ std::vector<ProbeResult> probe_directory(const std::string& dir, std::string& er
   }
 
   fresh(a);
-  fd = open(a.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) fd = open(a.c_str(), O_WRONLY | O_CLOEXEC);
+  fd = open(a.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) fd = open(a.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     record(Rule::kWriteBelowEnd, errno);
   } else {
@@ -400,8 +400,8 @@ std::vector<ProbeResult> probe_directory(const std::string& dir, std::string& er
   }
 
   fresh(a);
-  fd = open(a.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
-  if (fd < 0) fd = open(a.c_str(), O_RDWR | O_CLOEXEC);
+  fd = open(a.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) fd = open(a.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     record(Rule::kTruncate, errno);
     record(Rule::kFallocate, errno);

@@ -6,10 +6,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <string_view>
 
 #include "cli/input_file.h"
+#include "cli/printable.h"
+#include "cli/replace_file.h"
 #include "cli/report_html.h"
 #include "cli/report_summary.h"
 #include "cli/timeline.h"
@@ -27,7 +28,8 @@ const char* const kReportUsage =
     "  --html OUT.html also writes one self-contained page: a summary table and, per guarded file, a\n"
     "                  timeline of its writes, seeks, opens, truncations and refusals (from the trace lines\n"
     "                  of APPENDGUARD_TRACE=1 logs; violation reports alone without them)\n"
-    "Exit status: 0 no violation, 1 violations found, 2 bad arguments or a log that could not be read.\n";
+    "Exit status: 0 no violation, 1 violations found, 2 bad arguments, a log that could not be read, or a\n"
+    "log line that starts as a record but does not read as one (cut short or altered: FILE:LINE is named).\n";
 
 namespace {
 
@@ -37,7 +39,9 @@ constexpr const char* kAccepted = "accepted: --json, --html OUT.html, --help, LO
 
 std::string json_string(std::string_view text) {
   std::string out = "\"";
-  for (char c : text) {
+  int skip = 0;
+  for (const char& c : text) {
+    if (skip > 0 && skip--) continue;
     unsigned char u = static_cast<unsigned char>(c);
     if (c == '"' || c == '\\') {
       out += '\\';
@@ -46,6 +50,11 @@ std::string json_string(std::string_view text) {
       char escaped[8];
       std::snprintf(escaped, sizeof escaped, "\\u%04x", u);
       out += escaped;
+    } else if (const unsigned code = direction_control(text, static_cast<size_t>(&c - text.data()))) {
+      char escaped[16];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", code);
+      out += escaped;
+      skip = 2;
     } else {
       out += c;
     }
@@ -82,43 +91,36 @@ void print_text(const std::vector<ViolationGroup>& groups, size_t total, size_t 
   if (fixed)
     std::printf("; %zu audit finding%s fixed by enforce mode, not counted", fixed, fixed == 1 ? "" : "s");
   std::printf("\n");
+  // Every field printed is escaped (cli/printable.h): a log cannot drive the terminal or forge a line.
+  auto shown = [](const std::string& text) { return printable(text); };
   for (const ViolationGroup& g : groups) {
-    std::printf("\n%6zu x %s %s%s\n", g.count, g.operation.c_str(), g.shown_path.c_str(),
+    std::printf("\n%6zu x %s %s%s\n", g.count, shown(g.operation).c_str(), shown(g.shown_path).c_str(),
                 g.fixed_by_enforce ? "  [fixed by enforce mode]" : "");
-    if (!g.site.empty()) std::printf("         at: %s\n", g.site.c_str());
+    if (!g.site.empty()) std::printf("         at: %s\n", shown(g.site).c_str());
     if (!g.seek_call.empty()) {  // where the position left the end: the cause of a write at the position
-      std::printf("         seek at: %s%s%s\n", g.seek_site.c_str(), g.seek_site.empty() ? "" : ": ",
-                  g.seek_call.c_str());
+      std::printf("         seek at: %s%s%s\n", shown(g.seek_site).c_str(), g.seek_site.empty() ? "" : ": ",
+                  shown(g.seek_call).c_str());
     }
     if (g.files > 1) std::printf("         files: %zu (the first shown)\n", g.files);
     if (!g.ranks.empty()) {
+      // A rank with a comma or a space is quoted: the list reads one way only.
       std::string ranks;
-      for (const std::string& r : g.ranks) ranks += (ranks.empty() ? "" : ",") + r;
+      for (const std::string& r : g.ranks) {
+        const bool quote = r.find_first_of(" ,\"") != std::string::npos;
+        ranks += (ranks.empty() ? "" : ",") + (quote ? json_string(r) : shown(r));
+      }
       std::printf("         ranks: %s\n", ranks.c_str());
     }
-    std::printf("         first: %s\n", g.first_line.c_str());
-    if (!g.first_log.empty()) std::printf("         log: %s\n", g.first_log.c_str());
-    if (!g.why.empty()) std::printf("         why: %s\n", g.why.c_str());
+    std::printf("         first: %s\n", shown(g.first_line).c_str());
+    if (!g.first_log.empty()) std::printf("         log: %s\n", shown(g.first_log).c_str());
+    if (!g.why.empty()) std::printf("         why: %s\n", shown(g.why).c_str());
   }
 }
 
-// The page, written next to its final name and renamed over it: a reader never sees half a page.
+// The page, written next to its final name and renamed over it (cli/replace_file.h): a reader never sees
+// half a page, and no one else's file is written through a name planted in the directory.
 bool write_page(const std::string& path, const std::string& page) {
-  std::string partial = path + ".partial";
-  {
-    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-    out << page;
-    out.flush();
-    if (!out) {
-      int error = errno;
-      std::remove(partial.c_str());
-      std::fprintf(stderr, "appendguard report: cannot write '%s': %s\n", path.c_str(), std::strerror(error));
-      return false;
-    }
-  }
-  if (std::rename(partial.c_str(), path.c_str()) != 0) {
-    int error = errno;
-    std::remove(partial.c_str());
+  if (const int error = replace_file(path, page)) {
     std::fprintf(stderr, "appendguard report: cannot write '%s': %s\n", path.c_str(), std::strerror(error));
     return false;
   }
@@ -177,10 +179,13 @@ int report_command(const std::vector<std::string>& args) {
       return 2;
     }
     std::string_view log_name = name == "-" ? "(standard input)" : std::string_view(name);
-    if (html.empty()) {
-      collect_violations(in.data, timelines.groups, log_name);
-    } else {
-      add_log(in.data, log_name, i, timelines);
+    const std::optional<BadRecord> bad = html.empty()
+                                             ? collect_violations(in.data, timelines.groups, log_name)
+                                             : add_log(in.data, log_name, i, timelines);
+    if (bad) {
+      std::fprintf(stderr, "appendguard report: %s:%zu: %s: the log is not read as complete\n",
+                   printable(log_name).c_str(), bad->line, bad->what.c_str());
+      return 2;
     }
   }
   const std::vector<ViolationGroup>& groups = timelines.groups;

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <map>
 
+#include "cli/printable.h"
+
 namespace appendguard {
 namespace {
 
@@ -427,8 +429,14 @@ const char* kLegend =
 std::string html_escape(std::string_view text) {
   std::string out;
   out.reserve(text.size());
-  for (char c : text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
     auto byte = static_cast<unsigned char>(c);
+    if (direction_control(text, i)) {
+      out += printable(text.substr(i, 3));
+      i += 2;
+      continue;
+    }
     switch (c) {
       case '&':
         out += "&amp;";
@@ -503,7 +511,8 @@ std::string render_html(const Timelines& t, const HtmlOptions& options) {
         "<h2>Violations, grouped by call site (as <code>appendguard report</code>)</h2>\n"
         "<table class=\"groups\"><tr><th>count</th><th>operation</th><th>file</th><th>call site</th>"
         "<th>ranks</th><th>first report</th></tr>\n";
-    for (const ViolationGroup& g : t.groups) {
+    for (size_t row = 0; row < t.groups.size() && row < options.max_group_rows; ++row) {
+      const ViolationGroup& g = t.groups[row];
       std::string ranks;
       for (const std::string& r : g.ranks) ranks += (ranks.empty() ? "" : ",") + r;
       out += std::string("<tr><td class=\"n") + (g.fixed_by_enforce ? "" : " bad") + "\">" + number(g.count) +
@@ -518,20 +527,47 @@ std::string render_html(const Timelines& t, const HtmlOptions& options) {
              "</td></tr>\n";
     }
     out += "</table>\n";
+    if (t.groups.size() > options.max_group_rows) {
+      out += "<p class=\"note muted\">" + number(t.groups.size() - options.max_group_rows) +
+             " more groups not listed (the page stays bounded; <code>appendguard report</code> lists them "
+             "all).</p>\n";
+    }
+  }
+  // The timelines drawn: files with refusals first, each list in order of appearance, up to the bound.
+  std::vector<bool> drawn(t.files.size(), false);
+  size_t timelines = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t i = 0; i < t.files.size() && timelines < options.max_timelines; ++i) {
+      if (!drawn[i] && (pass == 1 || t.files[i].refusals > 0)) {
+        drawn[i] = true;
+        ++timelines;
+      }
+    }
   }
   out +=
       "<h2>Files</h2>\n<table class=\"files\"><tr><th>file</th><th>writes</th><th>bytes</th>"
       "<th>refusals</th><th>writers (rank, pid)</th></tr>\n";
-  for (size_t i = 0; i < t.files.size(); ++i) {
+  for (size_t i = 0; i < t.files.size() && i < options.max_file_rows; ++i) {
     const FileTimeline& f = t.files[i];
     std::string writers;
     for (const Writer& w : f.writers) writers += (writers.empty() ? "" : "; ") + writer_name(t, w.pid);
-    out += "<tr><td class=\"mono\"><a href=\"#file-" + number(i + 1) + "\">" + html_escape(f.path) +
-           "</a></td><td class=\"n\">" + number(f.writes) + "</td><td class=\"n\">" +
+    out += "<tr><td class=\"mono\">" +
+           (drawn[i] ? "<a href=\"#file-" + number(i + 1) + "\">" + html_escape(f.path) + "</a>"
+                     : html_escape(f.path)) +
+           "</td><td class=\"n\">" + number(f.writes) + "</td><td class=\"n\">" +
            html_escape(human_bytes(f.bytes)) + "</td><td class=\"n" + (f.refusals ? " bad" : "") + "\">" +
            number(f.refusals) + "</td><td>" + html_escape(writers) + "</td></tr>\n";
   }
   out += "</table>\n";
+  if (t.files.size() > options.max_file_rows) {
+    out += "<p class=\"note muted\">" + number(t.files.size() - options.max_file_rows) +
+           " more files not listed (the page stays bounded).</p>\n";
+  }
+  if (timelines < t.files.size()) {
+    out += "<p class=\"note muted\">" + number(t.files.size() - timelines) + " of " + number(t.files.size()) +
+           " files have no timeline here: the page draws at most " + number(options.max_timelines) +
+           " (files with refusals first).</p>\n";
+  }
   if (t.read_only_files) {
     out += "<p class=\"muted\">" + number(t.read_only_files) +
            " file(s) only opened for reading in the traces: not drawn.</p>\n";
@@ -543,6 +579,7 @@ std::string render_html(const Timelines& t, const HtmlOptions& options) {
   }
   out += kLegend;
   for (size_t i = 0; i < t.files.size(); ++i) {
+    if (!drawn[i]) continue;
     const FileTimeline& f = t.files[i];
     Layout layout = lay_out(f, options.max_drawn);
     out += "<section class=\"file\" id=\"file-" + number(i + 1) + "\"><h2 class=\"mono\">" +

@@ -1,6 +1,7 @@
 #include "cli/report_summary.h"
 
 #include <optional>
+#include <unordered_map>
 
 #include "cli/json_value.h"
 
@@ -40,17 +41,40 @@ size_t read_escaped_path(std::string_view text, std::string& path) {
   return quoted ? 0 : i;
 }
 
+std::string bounded_field(std::string_view text) {
+  if (text.size() <= kMaxFieldBytes) return std::string(text);
+  return std::string(text.substr(0, kMaxFieldBytes)) + "...[+" +
+         std::to_string(text.size() - kMaxFieldBytes) + "]";
+}
+
+bool starts_as_json_record(std::string_view line) {
+  if (!line.starts_with('{')) return false;
+  const size_t key = line.find_first_not_of(" \t", 1);
+  return key != std::string_view::npos && line.substr(key).starts_with("\"type\"");
+}
+
 namespace {
 
-// The rank of "; pid P rank R host H" at the end of a first line, or "".
+// The rank of "; pid P rank R host H" at the end of a first line (escaped as a path is: a rank with a
+// space is quoted, so it reads one way only), or "".
 std::string rank_of(std::string_view line) {
   size_t at = line.rfind("; pid ");
   if (at == std::string_view::npos) return {};
   size_t rank = line.find(" rank ", at);
   if (rank == std::string_view::npos) return {};
-  rank += 6;
-  size_t end = line.find(' ', rank);
-  return std::string(line.substr(rank, end == std::string_view::npos ? std::string_view::npos : end - rank));
+  std::string value;
+  if (read_escaped_path(line.substr(rank + 6), value) == 0) return {};
+  return value;
+}
+
+// The key a report is grouped by (see add_report).
+std::string group_key(const ViolationReport& facts) {
+  std::string key = facts.operation;
+  key += '\0';
+  key += facts.seek_site;
+  key += facts.site.empty() ? "\0p" : "\0s";
+  key += facts.site.empty() ? facts.path : facts.site;
+  return key;
 }
 
 }  // namespace
@@ -131,16 +155,23 @@ SeekSiteText seek_site_of(std::string_view block) {
 
 namespace {
 
-void add_report(ViolationReport facts, std::vector<ViolationGroup>& groups, std::string_view log_name,
-                std::vector<ViolationReport>* reports) {
+using GroupIndex = std::unordered_map<std::string, size_t>;
+
+// Every field kept is bounded (bounded_field): memory per record does not grow with a line's length.
+void bound_fields(ViolationReport& facts) {
+  for (std::string* field : {&facts.operation, &facts.path, &facts.shown_path, &facts.first_line, &facts.site,
+                             &facts.seek_call, &facts.seek_site, &facts.why, &facts.rank}) {
+    if (field->size() > kMaxFieldBytes) *field = bounded_field(*field);
+  }
+}
+
+void add_report(ViolationReport facts, std::vector<ViolationGroup>& groups, GroupIndex& index,
+                std::string_view log_name, std::vector<ViolationReport>* reports) {
+  bound_fields(facts);
   if (reports) reports->push_back(facts);
   ViolationGroup* group = nullptr;
-  for (ViolationGroup& g : groups) {
-    if (g.operation == facts.operation && g.seek_site == facts.seek_site &&
-        (facts.site.empty() ? g.site.empty() && g.path == facts.path : g.site == facts.site)) {
-      group = &g;
-    }
-  }
+  auto [found, added] = index.emplace(group_key(facts), groups.size());
+  if (!added) group = &groups[found->second];
   if (!group) {
     ViolationGroup g;
     g.operation = facts.operation;
@@ -157,17 +188,8 @@ void add_report(ViolationReport facts, std::vector<ViolationGroup>& groups, std:
     group = &groups.back();
   }
   ++group->count;
-  bool seen_path = false;
-  for (const std::string& p : group->paths_seen) seen_path = seen_path || p == facts.path;
-  if (!seen_path) {
-    group->paths_seen.push_back(facts.path);
-    ++group->files;
-  }
-  if (!facts.rank.empty()) {
-    bool seen = false;
-    for (const std::string& r : group->ranks) seen = seen || r == facts.rank;
-    if (!seen) group->ranks.push_back(facts.rank);
-  }
+  if (group->paths_seen.insert(facts.path).second) ++group->files;
+  if (!facts.rank.empty() && group->ranks_seen.insert(facts.rank).second) group->ranks.push_back(facts.rank);
 }
 
 // The numbers of a text report's first line: " fd=3 bytes=512 offset=0 end_of_file=100: refused (...); pid
@@ -210,8 +232,7 @@ void add_stack_lines(const JsonValue* frames, std::string_view heading, std::str
 }
 
 // A `{"type":"violation",...}` line (APPENDGUARD_FORMAT=json, docs/reference.md), or nullopt.
-std::optional<ViolationReport> facts_of_json(std::string_view line) {
-  std::optional<JsonValue> report = parse_json(line);
+std::optional<ViolationReport> facts_of_json(const std::optional<JsonValue>& report) {
   if (!report || report->kind != JsonValue::Kind::kObject || report->text_of("type") != "violation") {
     return std::nullopt;
   }
@@ -256,18 +277,45 @@ std::optional<ViolationReport> facts_of_json(std::string_view line) {
 
 }  // namespace
 
-void collect_violations(std::string_view log, std::vector<ViolationGroup>& groups, std::string_view log_name,
-                        std::vector<ViolationReport>* reports) {
+std::optional<BadRecord> collect_violations(std::string_view log, std::vector<ViolationGroup>& groups,
+                                            std::string_view log_name,
+                                            std::vector<ViolationReport>* reports) {
+  GroupIndex index;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    ViolationReport key;
+    key.operation = groups[i].operation;
+    key.seek_site = groups[i].seek_site;
+    key.site = groups[i].site;
+    key.path = groups[i].path;
+    index.emplace(group_key(key), i);
+  }
+  std::optional<BadRecord> bad;
+  auto refuse = [&](size_t line_number, std::string what) {
+    if (!bad) bad = BadRecord{line_number, std::move(what)};
+  };
   size_t at = 0;
+  size_t line_number = 0;
   while (at < log.size()) {
     size_t end = log.find('\n', at);
     std::string_view line = log.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at);
     at = end == std::string_view::npos ? log.size() : end + 1;
+    ++line_number;
     size_t line_start = static_cast<size_t>(line.data() - log.data());
     if (line.starts_with('{')) {
-      if (std::optional<ViolationReport> facts = facts_of_json(line)) {
+      if (starts_as_json_record(line) && line.size() > kMaxRecordLine) {
+        refuse(line_number, "a JSON record longer than any the library writes (" +
+                                std::to_string(line.size()) + " bytes)");
+        continue;
+      }
+      const std::optional<JsonValue> record = parse_json(line);
+      if (std::optional<ViolationReport> facts = facts_of_json(record)) {
         facts->at = line_start;
-        add_report(std::move(*facts), groups, log_name, reports);
+        add_report(std::move(*facts), groups, index, log_name, reports);
+      } else if (starts_as_json_record(line) && (!record || record->kind != JsonValue::Kind::kObject)) {
+        refuse(line_number, "a JSON record that does not parse (cut short or altered)");
+      } else if (record && record->kind == JsonValue::Kind::kObject &&
+                 record->text_of("type") == "violation") {
+        refuse(line_number, "a JSON violation without its path");
       }
       continue;
     }
@@ -276,12 +324,16 @@ void collect_violations(std::string_view log, std::vector<ViolationGroup>& group
     size_t space = rest.find(' ');
     std::string path;
     size_t used = space == std::string_view::npos ? 0 : read_escaped_path(rest.substr(space + 1), path);
-    if (used == 0 || rest.substr(space + 1 + used, 4) != " fd=") continue;
+    if (used == 0 || rest.substr(space + 1 + used, 4) != " fd=") {
+      refuse(line_number, "a violation report's first line that does not read as one (no path and fd=)");
+      continue;
+    }
     // The block: the indented lines that follow.
     size_t block_start = at;
     while (at < log.size() && log.substr(at, 2) == "  ") {
       size_t next = log.find('\n', at);
       at = next == std::string_view::npos ? log.size() : next + 1;
+      ++line_number;
     }
     std::string_view block = log.substr(block_start, at - block_start);
     ViolationReport facts;
@@ -304,8 +356,9 @@ void collect_violations(std::string_view log, std::vector<ViolationGroup>& group
     facts.rank = rank_of(line);
     facts.at = line_start;
     if (reports) fill_numbers(rest.substr(space + 1 + used), line, facts);
-    add_report(std::move(facts), groups, log_name, reports);
+    add_report(std::move(facts), groups, index, log_name, reports);
   }
+  return bad;
 }
 
 }  // namespace appendguard

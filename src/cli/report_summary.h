@@ -3,8 +3,10 @@
 // stack. Pure.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 namespace appendguard {
@@ -30,7 +32,22 @@ struct ViolationGroup {
   std::string seek_site;
   size_t files = 0;       // distinct files in the group
   std::string first_log;  // the log of the first report
-  std::vector<std::string> paths_seen;
+  std::unordered_set<std::string> paths_seen;
+  std::unordered_set<std::string> ranks_seen;
+};
+
+// A field read from a log is kept up to this many bytes; a longer one is cut and ends with "...[+N]"
+// (N: the bytes left out), as the library cuts its own fields (report/escape.h).
+constexpr size_t kMaxFieldBytes = 8192 + 64;
+// No record the library writes is longer (its line buffers are smaller): a longer one is not read.
+constexpr size_t kMaxRecordLine = size_t{1} << 20;
+std::string bounded_field(std::string_view text);
+
+// A line that starts as a record does (a report's first line, a JSON line `{"type"...`) but does not
+// read as one: a log cut short or forged. `appendguard report` stops on it, never counts it as nothing.
+struct BadRecord {
+  size_t line = 0;  // 1-based
+  std::string what;
 };
 
 // One report, from either format (the numbers as written: "" when the report has none).
@@ -68,9 +85,14 @@ struct SeekSiteText {
 };
 SeekSiteText seek_site_of(std::string_view block);
 
-// Adds the violations found in `log` (any text; non-report lines are ignored) to `groups`, keeping the
-// order in which groups first appear; and each report to `reports`, when given.
-void collect_violations(std::string_view log, std::vector<ViolationGroup>& groups,
-                        std::string_view log_name = "", std::vector<ViolationReport>* reports = nullptr);
+// Adds the violations found in `log` (any text; lines that are not records are ignored) to `groups`,
+// keeping the order in which groups first appear; and each report to `reports`, when given. Returns the
+// first line that starts as a record but does not read as one (the rest of the log is still read).
+std::optional<BadRecord> collect_violations(std::string_view log, std::vector<ViolationGroup>& groups,
+                                            std::string_view log_name = "",
+                                            std::vector<ViolationReport>* reports = nullptr);
+
+// Whether a log line starts as one of the library's JSON records (`{"type"`), which must parse.
+bool starts_as_json_record(std::string_view line);
 
 }  // namespace appendguard

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <optional>
+#include <unordered_map>
 
 #include "cli/json_value.h"
 
@@ -220,9 +221,10 @@ const char* kind_name(EventKind kind) {
   return "other";
 }
 
-void add_log(std::string_view log, std::string_view log_name, size_t log_index, Timelines& out) {
+std::optional<BadRecord> add_log(std::string_view log, std::string_view log_name, size_t log_index,
+                                 Timelines& out) {
   size_t first_report = out.reports.size();
-  collect_violations(log, out.groups, log_name, &out.reports);
+  std::optional<BadRecord> bad = collect_violations(log, out.groups, log_name, &out.reports);
   // (place in the log, time) of each timed line, for the reports' times.
   std::vector<std::pair<size_t, double>> times;
   size_t at = 0;
@@ -232,6 +234,8 @@ void add_log(std::string_view log, std::string_view log_name, size_t log_index, 
     size_t line_start = at;
     at = end == std::string_view::npos ? log.size() : end + 1;
     std::optional<TraceLine> trace;
+    if (line.size() > kMaxRecordLine)
+      continue;  // not a record (collect_violations said so if it looked like one)
     if (line.starts_with('{')) {
       std::optional<JsonValue> v = parse_json(line);
       if (!v || v->kind != JsonValue::Kind::kObject) continue;
@@ -252,6 +256,9 @@ void add_log(std::string_view log, std::string_view log_name, size_t log_index, 
       trace = text_trace(line);
     }
     if (!trace || trace->path.empty()) continue;
+    trace->path = bounded_field(trace->path);
+    trace->detail = bounded_field(trace->detail);
+    trace->result = bounded_field(trace->result);
     FileEvent e = event_of(*trace);
     e.order = log_index * kLogStride + line_start;
     if (e.time >= 0) times.emplace_back(line_start, e.time);
@@ -276,6 +283,7 @@ void add_log(std::string_view log, std::string_view log_name, size_t log_index, 
     // Kept aside: matched with a traced refusal by finish(), else drawn by itself.
     file_of(out, r.path).events.push_back(std::move(e));
   }
+  return bad;
 }
 
 namespace {
@@ -318,15 +326,39 @@ void finish(Timelines& out) {
     std::vector<FileEvent> events;
     std::vector<FileEvent> reports;
     for (FileEvent& e : f.events) (e.report >= 0 ? reports : events).push_back(std::move(e));
+    // The candidates of a report, looked up by process and operation (and offset): linear in the events.
+    std::unordered_map<std::string, std::vector<size_t>> by_call;
+    std::unordered_map<std::string, std::vector<size_t>> by_offset;
+    auto call_key = [](const FileEvent& e) { return e.pid + '\0' + e.operation; };
+    auto offset_key = [](const FileEvent& e) {
+      return e.pid + '\0' + e.operation + '\0' + std::to_string(e.offset);
+    };
+    if (!reports.empty()) {
+      for (size_t i = 0; i < events.size(); ++i) {
+        by_offset[offset_key(events[i])].push_back(i);
+        if (events[i].kind == EventKind::kOpen) by_call[call_key(events[i])].push_back(i);
+      }
+    }
+    std::vector<size_t> all_of_call;
+    const size_t traced = events.size();
     for (FileEvent& r : reports) {
       const ViolationReport& report = out.reports[static_cast<size_t>(r.report)];
       FileEvent* match = nullptr;
-      for (FileEvent& e : events) {
+      auto consider = [&](size_t i) {
+        FileEvent& e = events[i];
         if (e.report < 0 && e.pid == r.pid && e.operation == r.operation &&
             (report.offset.empty() || e.offset == r.offset || e.kind == EventKind::kOpen) &&
             traced_as(e.kind, report.outcome) && (!match || closer(e, *match, r))) {
           match = &e;
         }
+      };
+      if (report.offset.empty()) {
+        for (size_t i = 0; i < traced; ++i) consider(i);  // a report without an offset: rare, any call
+      } else {
+        if (auto it = by_offset.find(offset_key(r)); it != by_offset.end())
+          for (size_t i : it->second) consider(i);
+        if (auto it = by_call.find(call_key(r)); it != by_call.end())
+          for (size_t i : it->second) consider(i);
       }
       if (match) {
         match->report = r.report;
@@ -351,17 +383,15 @@ void finish(Timelines& out) {
       if (f.timed && a.time != b.time) return a.time < b.time;
       return a.order < b.order;
     });
+    std::unordered_map<std::string, size_t> writer_index;
     for (const FileEvent& e : f.events) {
       if (e.kind == EventKind::kRefused || e.report >= 0) ++f.refusals;
       bool wrote = e.kind == EventKind::kWrite;  // as the summary at exit counts: a zero fill is not a write
       if (!wrote && e.kind != EventKind::kRefused) continue;
       // A writer: a process that wrote, or tried to.
-      auto w =
-          std::find_if(f.writers.begin(), f.writers.end(), [&](const Writer& x) { return x.pid == e.pid; });
-      if (w == f.writers.end()) {
-        f.writers.push_back(Writer{e.pid, "", "", 0, 0});
-        w = f.writers.end() - 1;
-      }
+      auto [known, added] = writer_index.emplace(e.pid, f.writers.size());
+      if (added) f.writers.push_back(Writer{e.pid, "", "", 0, 0});
+      auto w = f.writers.begin() + static_cast<std::ptrdiff_t>(known->second);
       if (!wrote) continue;
       ++f.writes;
       f.bytes += e.bytes;

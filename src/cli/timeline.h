@@ -71,8 +71,10 @@ struct Timelines {
   std::map<std::string, size_t> index;  // files[index[path]], while the logs are read
 };
 
-// Adds one log's lines (log_index: its place among the logs given) to `out`.
-void add_log(std::string_view log, std::string_view log_name, size_t log_index, Timelines& out);
+// Adds one log's lines (log_index: its place among the logs given) to `out`. Returns the first line that
+// starts as a record but does not read as one (collect_violations).
+std::optional<BadRecord> add_log(std::string_view log, std::string_view log_name, size_t log_index,
+                                 Timelines& out);
 // Once every log is in: sorts each file's events by time, matches refused writes with their reports,
 // counts writers, drops files that were only read.
 void finish(Timelines& out);

@@ -1,4 +1,5 @@
 #include "report/backtrace.h"
+#include "report/escape.h"
 
 #define UNW_LOCAL_ONLY
 #include <cxxabi.h>
@@ -572,8 +573,12 @@ void format_stack(TextBuffer& out, void* const* frames, int count, bool in_signa
       demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
       if (status == 0 && demangled) shown = demangled;
     }
-    out.add("    #{:<2} {:#014x} {}+{:#x} ({}+{:#x})\n", i, ip, shown, static_cast<uintptr_t>(offset), module,
-            module_offset);
+    // Symbol and module names come from the program's files: escaped, they cannot forge a line.
+    out.add("    #{:<2} {:#014x} ", i, ip);
+    add_one_line(out, shown);
+    out.add("+{:#x} (", static_cast<uintptr_t>(offset));
+    add_one_line(out, module);
+    out.add("+{:#x})\n", module_offset);
     if (demangled) std::free(demangled);
   }
 }

@@ -13,7 +13,7 @@ void add_escaped(TextBuffer& out, std::string_view text, ControlStyle style, boo
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     auto byte = static_cast<unsigned char>(c);
-    if (written + 6 > kMaxEscapedText) {  // the longest escape: \u00XX
+    if (written + 12 > kMaxEscapedText) {  // the longest escape: \xe2\x80\xae
       out.add("...[+{}]", text.size() - i);
       return;
     }
@@ -28,6 +28,19 @@ void add_escaped(TextBuffer& out, std::string_view text, ControlStyle style, boo
       out.add_text("\\t");
     } else if (c == '\r') {
       out.add_text("\\r");
+    } else if (const unsigned code = byte == 0xe2 ? direction_control_at(text, i) : 0) {
+      if (style == ControlStyle::kHexByte) {
+        for (int k = 0; k < 3; ++k) {
+          const auto b = static_cast<unsigned char>(text[i + static_cast<size_t>(k)]);
+          char hex[4] = {'\\', 'x', kHex[b >> 4], kHex[b & 15]};
+          out.add_text({hex, 4});
+        }
+      } else {
+        char hex[6] = {'\\',           'u', kHex[code >> 12], kHex[(code >> 8) & 15], kHex[(code >> 4) & 15],
+                       kHex[code & 15]};
+        out.add_text({hex, 6});
+      }
+      i += 2;
     } else if (byte < 0x20 || byte == 0x7f) {
       if (style == ControlStyle::kHexByte) {
         char hex[4] = {'\\', 'x', kHex[byte >> 4], kHex[byte & 15]};
@@ -52,6 +65,10 @@ void add_escaped_path(TextBuffer& out, std::string_view path, bool quote) {
   if (quote) out.add_text("\"");
   add_escaped(out, path, ControlStyle::kHexByte);
   if (quote) out.add_text("\"");
+}
+
+void add_escaped_text(TextBuffer& out, std::string_view text) {
+  add_escaped(out, text, ControlStyle::kHexByte);
 }
 
 void add_one_line(TextBuffer& out, std::string_view text) {

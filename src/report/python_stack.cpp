@@ -1,4 +1,5 @@
 #include "report/python_stack.h"
+#include "report/escape.h"
 
 #include <dlfcn.h>
 
@@ -106,7 +107,12 @@ bool format_python_stack(TextBuffer& out, int max_frames) {
     char function[256];
     code_attribute(py, code, "co_filename", file, sizeof file);
     code_attribute(py, code, "co_name", function, sizeof function);
-    out.add("    File \"{}\", line {}, in {}\n", file, py.frame_line(frame), function);
+    // A file or function name comes from the program: escaped, it cannot forge a line of the report.
+    out.add_text("    File \"");
+    add_escaped_text(out, file);
+    out.add("\", line {}, in ", py.frame_line(frame));
+    add_one_line(out, function);
+    out.add_text("\n");
     ++count;
     py.dec_ref(code);
     Object* back = py.frame_back(frame);

@@ -123,7 +123,9 @@ size_t signal_stack_left() {
 }  // namespace
 
 void format_violation(TextBuffer& out, const Violation& v, const ProcessIdentity& who) {
-  out.add("appendguard: violation: {} ", v.operation);
+  out.add_text("appendguard: violation: ");
+  add_one_line(out, v.operation);
+  out.add_text(" ");
   add_escaped_path(out, v.path);
   out.add(" fd={}", v.fd);
   if (v.has_count) out.add(" bytes={}", v.count);
@@ -140,7 +142,9 @@ void format_violation(TextBuffer& out, const Violation& v, const ProcessIdentity
   add_escaped_path(out, who.rank);  // RANK and the host name come from outside: they cannot forge a line
   out.add_text(" host ");
   add_escaped_path(out, who.host);
-  out.add("\n  why: {}\n", v.why);
+  out.add_text("\n  why: ");
+  add_one_line(out, v.why);
+  out.add_text("\n");
   if (const Description* d = v.description) {
     char original[160];
     char effective[160];

@@ -19,7 +19,7 @@ constexpr char kHex[] = "0123456789abcdef";
 
 // A byte that the text format escapes or that makes it quote the path, or that JSON escapes.
 inline bool special(unsigned char c, bool json) {
-  return c < 0x20 || c == '\\' || c == '"' || c == 0x7f || (!json && c == ' ');
+  return c < 0x20 || c == '\\' || c == '"' || c == 0x7f || c == 0xe2 || (!json && c == ' ');
 }
 
 // The length of the start of `s` with no special byte: sixteen bytes at a time with SSE2 (every x86-64),
@@ -32,11 +32,13 @@ size_t plain_prefix(std::string_view s, bool json) {
   const __m128i quote = _mm_set1_epi8('"');
   const __m128i backslash = _mm_set1_epi8('\\');
   const __m128i del = _mm_set1_epi8(0x7f);
+  const __m128i lead = _mm_set1_epi8(static_cast<char>(0xe2));  // a direction control's first byte
   for (; i + 16 <= s.size(); i += 16) {
     __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i));
     __m128i low = _mm_cmpeq_epi8(_mm_min_epu8(v, highest_plain), v);  // v <= below - 1, unsigned
     __m128i hits = _mm_or_si128(_mm_or_si128(low, _mm_cmpeq_epi8(v, quote)),
                                 _mm_or_si128(_mm_cmpeq_epi8(v, backslash), _mm_cmpeq_epi8(v, del)));
+    hits = _mm_or_si128(hits, _mm_cmpeq_epi8(v, lead));
     if (int mask = _mm_movemask_epi8(hits)) return i + static_cast<size_t>(__builtin_ctz(mask));
   }
 #endif
@@ -47,7 +49,8 @@ size_t plain_prefix(std::string_view s, bool json) {
     std::memcpy(&w, s.data() + i, 8);
     auto zero_byte = [&](uint64_t x) { return (x - kOnes) & ~x & kHighs; };
     uint64_t hits = ((w - kOnes * below) & ~w & kHighs) | zero_byte(w ^ (kOnes * '"')) |
-                    zero_byte(w ^ (kOnes * '\\')) | zero_byte(w ^ (kOnes * 0x7f));
+                    zero_byte(w ^ (kOnes * '\\')) | zero_byte(w ^ (kOnes * 0x7f)) |
+                    zero_byte(w ^ (kOnes * 0xe2));
     if (hits) break;
   }
   while (i < s.size() && !special(static_cast<unsigned char>(s[i]), json)) ++i;
@@ -127,7 +130,7 @@ void FastText::escaped(std::string_view s, bool json, size_t already) {
   for (size_t i = 0; i < s.size(); ++i) {
     const char c = s[i];
     auto byte = static_cast<unsigned char>(c);
-    if (static_cast<size_t>(at_ - start) + 6 > kMaxEscapedText) {
+    if (static_cast<size_t>(at_ - start) + 12 > kMaxEscapedText) {
       text("...[+");
       unsigned_number(s.size() - i);
       character(']');
@@ -142,6 +145,18 @@ void FastText::escaped(std::string_view s, bool json, size_t already) {
       text("\\t");
     } else if (c == '\r') {
       text("\\r");
+    } else if (const unsigned code = byte == 0xe2 ? direction_control_at(s, i) : 0) {
+      if (json) {
+        text("\\u");
+        for (int shift = 12; shift >= 0; shift -= 4) character(kHex[(code >> shift) & 15]);
+      } else {
+        for (size_t k = i; k < i + 3; ++k) {
+          text("\\x");
+          character(kHex[static_cast<unsigned char>(s[k]) >> 4]);
+          character(kHex[static_cast<unsigned char>(s[k]) & 15]);
+        }
+      }
+      i += 2;
     } else if (byte < 0x20 || byte == 0x7f) {
       text(json ? "\\u00" : "\\x");
       character(kHex[byte >> 4]);
