@@ -62,7 +62,8 @@ __attribute__((tls_model("initial-exec"))) constinit thread_local ThreadIdCache 
   std::snprintf(message, sizeof message,
                 "%s(\"%s\"): the filesystem refused the open %s (%s) with %s: it does not append "
                 "to existing files (mountpoint-s3 does so only with --incremental-upload on S3 Express One "
-                "Zone); APPENDGUARD_REOPEN=rewrite writes such files anew instead; see docs/limits.md",
+                "Zone); APPENDGUARD_REOPEN=rewrite writes such files anew instead; see limits.md "
+                "(man appendguard)",
                 request.function, decision.path,
                 decision.flags != request.flags ? "as rewritten" : "to append", effective, errno_name(error));
   report_notice(message);
@@ -80,7 +81,7 @@ __attribute__((tls_model("initial-exec"))) constinit thread_local ThreadIdCache 
   std::snprintf(message, sizeof message,
                 "%s(\"%s\"): APPENDGUARD_REOPEN=rewrite reopens an existing file truncating it (%s) to write "
                 "its bytes back, and the filesystem refused that with %s; the file is unchanged. %s; see "
-                "docs/stores.md",
+                "stores.md (man appendguard)",
                 request.function, decision.path, effective, errno_name(error),
                 write_once ? "This write-once store neither appends to an existing file nor lets it be "
                              "replaced: no setting of appendguard can add to it here (write the file in one "
@@ -424,7 +425,7 @@ void report_rewrite_failure(const OpenDecision& decision, uint64_t written, uint
                   "start) only up to %llu bytes, since a process killed during the write-back leaves it "
                   "truncated; it has %llu: the open fails with EFBIG and the file is unchanged. Write it in "
                   "one session (a file this process creates is held open across its close and reused), or "
-                  "on a store that appends use APPENDGUARD_REOPEN=append; see docs/limits.md",
+                  "on a store that appends use APPENDGUARD_REOPEN=append; see limits.md (man appendguard)",
                   decision.path, static_cast<unsigned long long>(kMaxRewriteBytes),
                   static_cast<unsigned long long>(size));
   } else {

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
+#include <stdlib.h>  // system(); GCC 13 (Ubuntu 24.04) no longer brings it in through the others
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>

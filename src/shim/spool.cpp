@@ -381,7 +381,7 @@ bool holds_placeholder(const char* path) {
       message, sizeof message,
       "%s: the file this process created with O_EXCL and wrote in the spool was not uploaded: the store "
       "has another file of that name (written by another open of it), which stands; the close fails "
-      "with EEXIST; see docs/stores.md",
+      "with EEXIST; see stores.md (man appendguard)",
       name);
   say(message);
 }
@@ -422,7 +422,7 @@ void say_failed_upload(const char* what, const char* source, const UploadJob& jo
   char message[3 * kMaxPath];
   std::snprintf(message, sizeof message,
                 "%s: %s to %s failed at its %s with %s after %llu of %llu bytes (%s); %s; "
-                "see docs/stores.md",
+                "see stores.md (man appendguard)",
                 source, what, job.target, job.step, errno_name(error),
                 static_cast<unsigned long long>(job.written), static_cast<unsigned long long>(job.total), why,
                 left);
@@ -437,7 +437,7 @@ void say_replacing_unsafely(const char* source, const char* target) {
       message, sizeof message,
       "%s: replacing %s by an upload on a store not known to keep a file until the upload replacing "
       "it completes (as mountpoint-s3 and Databricks volumes do): if this upload fails, the old file "
-      "may be lost; see docs/stores.md",
+      "may be lost; see stores.md (man appendguard)",
       source, target);
   say(message);
 }
@@ -516,7 +516,7 @@ enum class SpoolTrouble { kMissing, kFull, kUnusable };
                 "(APPENDGUARD_SPOOL=%s) and uploaded once under its final name at the rename; the spool %s, "
                 "so this file is written on the store and copied at its rename (its bytes uploaded twice); "
                 "set APPENDGUARD_SPOOL to a local directory with room (APPENDGUARD_SPOOL=off chooses this "
-                "without the line); see docs/reference.md",
+                "without the line); see reference.md (man appendguard)",
                 path, dir, why);
   say(message);
 }
@@ -666,7 +666,8 @@ bool spool_room_for(int fd, Description* d, uint64_t size) {
                 "%s: the program reserves %llu bytes for a file the library spools (APPENDGUARD_SPOOL=%s, "
                 "%llu bytes free, 64 MiB kept free besides): the call fails with ENOSPC and nothing reaches "
                 "the store; set APPENDGUARD_SPOOL to a local directory with room, or APPENDGUARD_SPOOL=off "
-                "(the file is written on the store and copied at its rename); see docs/reference.md",
+                "(the file is written on the store and copied at its rename); see reference.md "
+                "(man appendguard)",
                 d->path, static_cast<unsigned long long>(size), dir,
                 static_cast<unsigned long long>(free_bytes));
   say(message);
@@ -687,7 +688,7 @@ void say_spool_full(const char* operation, int fd, const Description* d) {
       "%s: %s (fd %d) failed: the spool (APPENDGUARD_SPOOL=%s) is full (the bytes written before stay "
       "there until the file's rename or close). Set APPENDGUARD_SPOOL to a local directory with room "
       "for the files written at once, or APPENDGUARD_SPOOL=off (written on the store and copied at "
-      "the rename); see docs/reference.md",
+      "the rename); see reference.md (man appendguard)",
       d->path, operation, fd, spool_dir());
   say(message);
 }
@@ -790,7 +791,7 @@ bool carry_out_refused_rename(int old_dirfd, const char* old_path, int new_dirfd
                   "%s: the store refused the rename to %s (%s) and appendguard could not read the file back "
                   "to copy it (%s: a store that cannot read a file while it is written, such as "
                   "mountpoint-s3, needs it closed first, or written through the spool, APPENDGUARD_SPOOL); "
-                  "both files are as they were; see docs/stores.md",
+                  "both files are as they were; see stores.md (man appendguard)",
                   old_full, new_full, errno_name(error), errno_name(copy_error));
     say(message);
   } else {

@@ -1,5 +1,5 @@
 """docs/launching.md's recipes without a launcher of workers, run as written, once per rank (RANK=0 and
-RANK=1 at once): mountpoint-s3 (appendonlyfs's s3 profile, --reopen rewrite), "Without the launcher"
+RANK=1 at once): mountpoint-s3 (appendonlyfs's s3 profile, no option), "Without the launcher"
 (LD_PRELOAD on the hdfs profile) and "Before the cluster" (audit on a local folder, then the report)."""
 import os
 

