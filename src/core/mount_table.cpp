@@ -10,38 +10,10 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/store_remedy.h"
+
 namespace appendguard {
 namespace {
-
-// Append-only or write-once stores recognised without configuration: by mount type, or by the source
-// name their FUSE client gives itself (Apache's fuse_dfs and mountpoint-s3 mount as plain "fuse").
-constexpr std::array<std::string_view, 6> kKnownTypes = {"fuse.appendonlyfs",    "fuse.fuse_dfs",
-                                                         "fuse.hadoop-fuse-dfs", "fuse.mountpoint-s3",
-                                                         "fuse.rclone",          "fuse.gcsfuse"};
-constexpr std::array<std::string_view, 4> kKnownSources = {"fuse_dfs", "hadoop-fuse-dfs", "mountpoint-s3",
-                                                           "gcsfuse"};
-// Write-once stores: every file is one sequential upload from offset 0. rclone's cache mode is not in
-// mountinfo: it is read from the command line of the rclone process serving the mount
-// (core/rclone_cmdline.h); `writes` and `full` are neither write-once nor guarded whole (is_rclone_cached),
-// `off`, `minimal` and an rclone process that cannot be seen stay write-once. appendonlyfs puts its
-// profile in its source ("appendonlyfs:s3"; "appendonlyfs:volumes" emulates Databricks volumes).
-constexpr std::array<std::string_view, 3> kWriteOnceTypes = {"fuse.rclone", "fuse.mountpoint-s3",
-                                                             "fuse.gcsfuse"};
-constexpr std::array<std::string_view, 4> kWriteOnceSources = {"mountpoint-s3", "gcsfuse", "appendonlyfs:s3",
-                                                               "appendonlyfs:volumes"};
-
-// Stores whose rename fails ENOSYS (DESIGN.md section 6): mountpoint-s3 on general purpose buckets,
-// Databricks volumes; appendonlyfs's profiles of them put their name in the source.
-constexpr std::array<std::string_view, 3> kNoRenameSources = {"mountpoint-s3", "appendonlyfs:s3",
-                                                              "appendonlyfs:volumes"};
-
-template <size_t N>
-bool contains(const std::array<std::string_view, N>& list, std::string_view word) {
-  for (std::string_view item : list) {
-    if (item == word) return true;
-  }
-  return false;
-}
 
 // The next space-separated field of [at, end) (runs of spaces between fields), empty at the end of the line.
 std::string_view next_field(const char*& at, const char* end) {
@@ -113,16 +85,26 @@ void set_rclone_mode(MountEntry& entry, const std::vector<RcloneProcess>& proces
   }
 }
 
+const StoreRow& store_row_of(const MountEntry& entry) {
+  return recognise_store(entry.type, entry.source, entry.rclone_mode);
+}
+
 StoreKind classify_store(const MountEntry& entry) {
-  if (is_rclone_cached(entry)) return StoreKind::kAppends;
-  if (contains(kWriteOnceTypes, entry.type)) return StoreKind::kWriteOnce;
-  if (is_fuse_type(entry.type) && contains(kWriteOnceSources, entry.source)) return StoreKind::kWriteOnce;
-  return StoreKind::kAppends;
+  return holds_sessions(store_row_of(entry)) ? StoreKind::kWriteOnce : StoreKind::kAppends;
 }
 
 bool store_renames(const MountEntry& entry) {
-  if (entry.type == "fuse.mountpoint-s3") return false;
-  return !(is_fuse_type(entry.type) && contains(kNoRenameSources, entry.source));
+  return renames_files(store_row_of(entry));
+}
+
+void set_store_facts(MountEntry& entry, const StoreRow& row) {
+  entry.store = row.id;
+  entry.kind = holds_sessions(row) ? StoreKind::kWriteOnce : StoreKind::kAppends;
+  entry.renames = renames_files(row);
+  entry.removes_target = removes_target_before_rename(row);
+  const StoreRow* cached = cached_opens_row(row);
+  entry.caches_read_write =
+      cached && remedy_for(StoreOperation::kReopenOtherFile, *cached) == Remedy::kPassOn;
 }
 
 const char* store_kind_name(StoreKind kind) {
@@ -147,6 +129,15 @@ std::string parse_mount_selection(std::string_view text, MountSelection& out) {
       out.known = true;
     } else if (word == "fuse") {
       out.any_fuse = true;
+    } else if (size_t equals = word.find('='); equals != std::string_view::npos) {
+      std::string point(word.substr(0, equals));
+      const std::string_view name = word.substr(equals + 1);
+      if (point.empty() || point[0] != '/')
+        return "'" + std::string(word) + "': MOUNT_POINT=STORE needs an absolute mount point";
+      const StoreRow* row = find_store_by_name(name);
+      if (!row) return "'" + std::string(name) + "' is not a store name (stores: " + store_names_text() + ")";
+      while (point.size() > 1 && point.back() == '/') point.pop_back();
+      out.named.push_back({std::move(point), row->id});
     } else {
       if (word.find('/') != std::string_view::npos && word[0] != '/' &&
           word.find(':') == std::string_view::npos) {
@@ -209,9 +200,14 @@ bool parse_mountinfo_line(std::string_view line, MountEntry& out) {
 bool is_append_only_mount(const MountEntry& entry, const MountSelection& selection) {
   if (selection.none()) return false;
   const bool fuse = is_fuse_type(entry.type);
-  if (selection.known && !is_rclone_cached(entry) &&
-      (contains(kKnownTypes, entry.type) || (fuse && contains(kKnownSources, entry.source)))) {
-    return true;
+  for (const MountSelection::NamedStore& named : selection.named) {
+    if (named.mount_point == entry.mount_point) return true;
+  }
+  // A store recognised by its mount that refuses some write pattern (not rclone in cache mode writes or
+  // full, which accepts them all).
+  if (selection.known) {
+    const StoreRow& row = store_row_of(entry);
+    if (recognised_by_mount(row) && refuses_writes(row)) return true;
   }
   if (selection.any_fuse && fuse) return true;
   for (const std::string& item : selection.extra) {
@@ -234,8 +230,11 @@ void MountTable::load(std::string_view mountinfo, const MountSelection& selectio
     if (!parse_mountinfo_line(line, mount.entry)) continue;
     set_rclone_mode(mount.entry, rclone);
     mount.append_only = is_append_only_mount(mount.entry, selection);
-    mount.entry.kind = classify_store(mount.entry);
-    mount.entry.renames = store_renames(mount.entry);
+    const StoreRow* row = &store_row_of(mount.entry);
+    for (const MountSelection::NamedStore& named : selection.named) {
+      if (named.mount_point == mount.entry.mount_point) row = &store_row(named.store);
+    }
+    set_store_facts(mount.entry, *row);
     if (mount.append_only) ++append_only_count_;
     if (!mount.append_only && is_fuse_type(mount.entry.type)) ++unguarded_fuse_count_;
     mounts_.push_back(std::move(mount));
@@ -273,8 +272,9 @@ void MountTable::load(std::string_view mountinfo, const MountSelection& selectio
     // The longest prefix among the mounts on or under one of either kind is the longest among all mounts
     // whenever that one is in this scope; when it is not, no mount of the scope is a prefix of the path
     // (the path's own mount would be under it, so in the scope): the defaults, as they should be.
-    if (under(point,
-              [](const Mount& m) { return m.entry.kind == StoreKind::kWriteOnce || !m.entry.renames; }))
+    if (under(point, [](const Mount& m) {
+          return m.entry.kind == StoreKind::kWriteOnce || !m.entry.renames || m.entry.removes_target;
+        }))
       facts_scope_.push_back(p);
   }
 }
@@ -337,8 +337,8 @@ MountFacts MountTable::facts_of(std::string_view path) const {
   if (const Mount* mount = longest_prefix(facts_scope_, path)) {
     facts.kind = mount->entry.kind;
     facts.renames = mount->entry.renames;
-    facts.caches_read_write =
-        mount->entry.type == "fuse.rclone" && mount->entry.rclone_mode == RcloneCacheMode::kMinimal;
+    facts.caches_read_write = mount->entry.caches_read_write;
+    facts.removes_target = mount->entry.removes_target;
   }
   return facts;
 }

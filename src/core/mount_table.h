@@ -12,6 +12,7 @@
 
 #include "core/path.h"
 #include "core/rclone_cmdline.h"
+#include "core/store_table.h"
 
 namespace appendguard {
 
@@ -21,16 +22,24 @@ struct MountSelection {
   bool any_fuse = false;  // every FUSE mount
   std::vector<std::string>
       extra;  // mount types ("fuse.rclone"), sources ("fuse_dfs") or mount points ("/mnt/x")
-  bool none() const { return !known && !any_fuse && extra.empty(); }
+  // MOUNT_POINT=NAME: the mount at that point is the store of that name (core/stores.def), guarded whole;
+  // for stores that cannot be told from their mount (Databricks volumes, ossfs 2.0, alluxio-fuse...).
+  struct NamedStore {
+    std::string mount_point;
+    StoreId store;
+  };
+  std::vector<NamedStore> named;
+  bool none() const { return !known && !any_fuse && extra.empty() && named.empty(); }
 };
 
 // Parses APPENDGUARD_FS: "known" (the default), "fuse", "none", or a comma-separated list of those and of
-// mount types, sources and absolute mount points (each added to the known stores). Returns an empty
-// string on success, else why the value is wrong.
+// mount types, sources, absolute mount points and MOUNT_POINT=STORE items (each added to the known stores).
+// Returns an empty string on success, else why the value is wrong.
 std::string parse_mount_selection(std::string_view text, MountSelection& out);
 
 // What a store does with an existing file opened for writing, which decides how enforce mode reopens it
-// (docs/stores.md, "How the library chooses").
+// (docs/stores.md, "How the library chooses"): read from the store's row (core/store_remedy.h
+// holds_sessions).
 enum class StoreKind {
   kAppends,    // appends work (fuse_dfs, appendonlyfs hdfs/strict, local disks, chattr +a): O_APPEND reopen
   kWriteOnce,  // one sequential upload from 0 per file (rclone off, mountpoint-s3, gcsfuse, appendonlyfs
@@ -43,10 +52,17 @@ struct MountEntry {
   std::string source;         // "appendonlyfs:hdfs", "fuse_dfs"...
   std::string options;        // per-mount options ("rw,nosuid,nodev")
   std::string super_options;  // the file system's ("rw,user_id=0,group_id=0")
+  // The store's row (core/stores.def), from the mount or from APPENDGUARD_FS's MOUNT_POINT=NAME, and
+  // what it means (core/store_remedy.h), set by MountTable::load.
+  StoreId store = StoreId::kOther;
   StoreKind kind = StoreKind::kAppends;
   // Whether the store renames (false: mountpoint-s3, appendonlyfs s3 and volumes, whose rename fails
   // ENOSYS; appendguard carries a rename of a file it wrote out itself there: shim/spool.h).
   bool renames = true;
+  // Whether the store refuses a rename onto an existing file (HDFS): the target is removed first.
+  bool removes_target = false;
+  // Whether the store serves O_RDWR and O_APPEND opens from a local cache (rclone minimal).
+  bool caches_read_write = false;
   dev_t device = 0;  // from the major:minor field, as stat's st_dev shows it
   // fuse.rclone only: the --vfs-cache-mode of the rclone process serving it (kUnknown: not seen).
   RcloneCacheMode rclone_mode = RcloneCacheMode::kUnknown;
@@ -60,6 +76,8 @@ struct MountFacts {
   // rclone --vfs-cache-mode minimal: a read-write open is served from rclone's local cache (reads and
   // writes anywhere, as on a local disk); only write-only opens stream as one upload (write-once).
   bool caches_read_write = false;
+  // A rename onto an existing file is refused (fuse_dfs, appendonlyfs hdfs): the target is removed first.
+  bool removes_target = false;
 };
 
 // Whether `entry` is an rclone mount whose cache accepts random writes like a local disk
@@ -73,8 +91,12 @@ void set_rclone_mode(MountEntry& entry, const std::vector<RcloneProcess>& proces
 // "fuse", "fuseblk", "fuse.rclone", "fuseblk.x": a FUSE mount's type.
 bool is_fuse_type(std::string_view type);
 
-// The kind of store `entry` is, from its type and source (and rclone's cache mode when it was seen).
+// The row of the store `entry` is, from its type and source (and rclone's cache mode when it was seen).
+const StoreRow& store_row_of(const MountEntry& entry);
+// The kind of store `entry` is, from its row.
 StoreKind classify_store(const MountEntry& entry);
+// Sets entry's store, kind, renames, removes_target and caches_read_write from `row` (MountTable::load).
+void set_store_facts(MountEntry& entry, const StoreRow& row);
 const char* store_kind_name(StoreKind kind);
 // Whether the store of `entry` renames files: not mountpoint-s3 (general purpose buckets: ENOSYS; an S3
 // Express bucket, which renames, cannot be told apart in mountinfo), appendonlyfs s3 and volumes.
@@ -161,7 +183,8 @@ class MountTable {
   std::vector<std::string> append_only_points_;  // the append-only mounts' points
   bool second_chars_[256] = {};                  // theirs (every one for a mount on "/")
   bool under_append_only_point(const SplitPath& path) const;
-  // The mounts on or under a write-once mount or one without rename (facts_of, store_kind_of, renames_at).
+  // The mounts on or under a mount whose facts differ from the defaults (facts_of, store_kind_of,
+  // renames_at): write-once, without rename, or refusing a rename onto an existing file.
   std::vector<Point> facts_scope_;
   bool any_write_once_ = false;
   const Mount* longest_prefix(const std::vector<Point>& scope, std::string_view path) const;

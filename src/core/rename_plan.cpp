@@ -23,6 +23,12 @@ RenamePlan plan_rename(const RenameFacts& facts) {
   return facts.source == RenameSource::kWritten ? RenamePlan::kCopy : RenamePlan::kExplain;
 }
 
+bool removes_target_and_retries(int error, unsigned flags, bool store_removes_target, bool source_is_file,
+                                bool target_is_file) {
+  return store_removes_target && flags == 0 && (error == EIO || error == EEXIST) && source_is_file &&
+         target_is_file;
+}
+
 bool spool_has_room(uint64_t free_bytes, uint64_t size) {
   constexpr uint64_t kReserve = uint64_t{64} << 20;
   const uint64_t needed = size + size / 16 + kReserve;

@@ -38,6 +38,14 @@ struct RenameFacts {
 // RENAME_WHITEOUT are never carried (nothing sequential does them).
 RenamePlan plan_rename(const RenameFacts& facts);
 
+// After a plain rename (`flags` 0) failed with `error` on a store that refuses a rename onto an existing file
+// (its row: core/store_remedy.h removes_target_before_rename; fuse_dfs answers EIO, as libhdfs's
+// hdfsRename does for FileSystem#rename's false): whether the existing regular file under the target name
+// is removed and the rename made again (the replacement is then not atomic). Never for a directory, a
+// RENAME_NOREPLACE or RENAME_EXCHANGE, nor for an error that is not such a refusal.
+bool removes_target_and_retries(int error, unsigned flags, bool store_removes_target, bool source_is_file,
+                                bool target_is_file);
+
 // The bytes an upload writes: the spool's bytes, then zeros up to a size the program reserved with
 // ftruncate/fallocate that the library deferred (the zeros its close would write).
 constexpr uint64_t upload_size(uint64_t end_of_file, uint64_t reserved_size) {

@@ -288,8 +288,9 @@ constexpr Variable kVariables[] = {
     {.name = "APPENDGUARD_FS",
      .kind = VariableKind::kSetting,
      .accepted = "known (the default: appendonlyfs, fuse_dfs, mountpoint-s3, rclone, gcsfuse), fuse (every "
-                 "FUSE mount), none (by name only), or a comma-separated list of mount types, sources and "
-                 "absolute mount points to add",
+                 "FUSE mount), none (by name only), or a comma-separated list of mount types, sources, "
+                 "absolute mount points and MOUNT_POINT=STORE (a store of docs/stores.md's table, e.g. "
+                 "/mnt/vol=databricks-volumes) to add",
      .default_value = "known",
      .help = "the mounts on which every file opened for writing is guarded",
      .parse = parse_fs},
